@@ -1,0 +1,73 @@
+"""PostgreSQL access: one async connection pool per process, and the migration runner.
+
+Migrations are plain ordered SQL files in `activities/migrations/`, each applied once and
+recorded in `schema_migrations`. An advisory lock makes concurrent runs (two workers
+starting together) safe: the second waits, then finds nothing left to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+_MIGRATION_LOCK_ID = 7_215_004_211  # arbitrary, fixed: the advisory lock for migrations
+
+_pools: dict[str, AsyncConnectionPool] = {}
+_pools_lock = asyncio.Lock()
+
+
+async def get_pool(database_url: str) -> AsyncConnectionPool:
+    """The process-wide pool for `database_url`, opened on first use."""
+    async with _pools_lock:
+        pool = _pools.get(database_url)
+        if pool is None or pool.closed:
+            pool = AsyncConnectionPool(
+                database_url,
+                min_size=1,
+                max_size=10,
+                kwargs={"autocommit": True, "row_factory": dict_row},
+                open=False,
+            )
+            await pool.open(wait=True, timeout=30)
+            _pools[database_url] = pool
+        return pool
+
+
+async def close_pools() -> None:
+    async with _pools_lock:
+        for pool in _pools.values():
+            await pool.close()
+        _pools.clear()
+
+
+def migration_files() -> list[Path]:
+    return sorted(MIGRATIONS_DIR.glob("*.sql"))
+
+
+def apply_migrations(database_url: str) -> list[str]:
+    """Apply pending migrations in order; return the names applied now."""
+    applied_now: list[str] = []
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK_ID,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {row[0] for row in conn.execute("SELECT name FROM schema_migrations")}
+            for path in migration_files():
+                if path.name in done:
+                    continue
+                conn.execute(path.read_text())  # type: ignore[call-overload]
+                conn.execute("INSERT INTO schema_migrations (name) VALUES (%s)", (path.name,))
+                applied_now.append(path.name)
+    return applied_now
+
+
+async def apply_migrations_async(database_url: str) -> list[str]:
+    return await asyncio.to_thread(apply_migrations, database_url)

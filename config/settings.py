@@ -1,0 +1,106 @@
+"""Runtime settings read from the environment (`OPENLOOP_*` and provider keys).
+
+Every CLI command, the worker and the surfaces server build their settings here, so
+`openloop ask` in a second terminal finds the stack `openloop up` started: when
+`OPENLOOP_DATABASE_URL` is unset, the database address `up` wrote to the state dir is used.
+Secrets are read here and inside activities, never put in workflow inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+STACK_FILE = "stack.json"
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def _secret(name: str) -> SecretStr | None:
+    value = _env(name)
+    return SecretStr(value) if value else None
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    temporal_address: str = "localhost:7233"
+    namespace: str = "default"
+    task_queue: str = "openloop-agents"
+    temporal_tls: bool = False
+    temporal_api_key: SecretStr | None = None
+    temporal_ui_port: int = 8233
+    database_url: str | None = None
+    state_dir: Path = Path(".openloop")
+    http_address: str = "127.0.0.1:8080"
+    slack_bot_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_api_url: str = "https://slack.com/api/"
+    github_token: SecretStr | None = None
+    github_webhook_secret: SecretStr | None = None
+    github_api_url: str = "https://api.github.com"
+    github_app_id: str | None = None
+    github_app_private_key: SecretStr | None = None
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        state_dir = Path(_env("OPENLOOP_STATE_DIR", ".openloop") or ".openloop").expanduser()
+        return cls(
+            temporal_address=_env("OPENLOOP_TEMPORAL_ADDRESS", "localhost:7233") or "",
+            namespace=_env("OPENLOOP_NAMESPACE", "default") or "default",
+            task_queue=_env("OPENLOOP_TASK_QUEUE", "openloop-agents") or "openloop-agents",
+            temporal_tls=(_env("OPENLOOP_TEMPORAL_TLS", "false") or "").lower() in ("1", "true"),
+            temporal_api_key=_secret("OPENLOOP_TEMPORAL_API_KEY"),
+            temporal_ui_port=int(_env("OPENLOOP_TEMPORAL_UI_PORT", "8233") or 8233),
+            database_url=_env("OPENLOOP_DATABASE_URL") or _stack_value(state_dir, "database_url"),
+            state_dir=state_dir,
+            http_address=_env("OPENLOOP_HTTP_ADDRESS", "127.0.0.1:8080") or "",
+            slack_bot_token=_secret("SLACK_BOT_TOKEN"),
+            slack_signing_secret=_secret("SLACK_SIGNING_SECRET"),
+            slack_app_token=_secret("SLACK_APP_TOKEN"),
+            slack_api_url=_env("OPENLOOP_SLACK_API_URL", "https://slack.com/api/") or "",
+            github_token=_secret("GITHUB_TOKEN"),
+            github_webhook_secret=_secret("GITHUB_WEBHOOK_SECRET"),
+            github_api_url=_env("GITHUB_API_URL", "https://api.github.com") or "",
+            github_app_id=_env("GITHUB_APP_ID"),
+            github_app_private_key=_secret("GITHUB_APP_PRIVATE_KEY"),
+        )
+
+    @property
+    def http_host(self) -> str:
+        return self.http_address.rsplit(":", 1)[0]
+
+    @property
+    def http_port(self) -> int:
+        return int(self.http_address.rsplit(":", 1)[1])
+
+    def require_database_url(self) -> str:
+        if not self.database_url:
+            raise RuntimeError(
+                "No database configured: set OPENLOOP_DATABASE_URL, or start the embedded "
+                f"stack with `openloop up` (state dir {self.state_dir})"
+            )
+        return self.database_url
+
+
+def _stack_value(state_dir: Path, key: str) -> str | None:
+    path = state_dir / STACK_FILE
+    try:
+        value = json.loads(path.read_text()).get(key)
+    except (OSError, ValueError):
+        return None
+    return str(value) if value else None
+
+
+def write_stack_file(state_dir: Path, values: dict[str, object]) -> Path:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    path = state_dir / STACK_FILE
+    path.write_text(json.dumps(values, indent=2))
+    return path

@@ -1,0 +1,43 @@
+"""`openloop`: the command line, a thin layer over the packages.
+
+Each command group lives in its own module with a `register(app)`; this file only wires
+them together.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+import typer
+
+app = typer.Typer(
+    name="openloop",
+    help="OpenLoop: durable team AI agents on Temporal.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+COMMAND_MODULES = (
+    "surfaces.cli_stack",
+    "surfaces.cli_agents",
+    "surfaces.cli_tasks",
+    "surfaces.cli_memory",
+    "surfaces.cli_usage",
+    "surfaces.cli_observe",
+    "surfaces.slack.cli",
+)
+
+for _name in COMMAND_MODULES:
+    try:
+        _module = importlib.import_module(_name)
+    except ModuleNotFoundError as _exc:
+        if _exc.name is not None and _name.startswith(_exc.name):
+            continue
+        raise
+    _module.register(app)
+
+
+def main() -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    app()

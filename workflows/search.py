@@ -1,0 +1,27 @@
+"""Custom search attributes, so tasks can be filtered in the Web UI and with
+`temporal workflow list --query "OpenLoopAgent = 'dev-platform'"`.
+
+Registered by `openloop up` (dev server flags) or `openloop setup` against a cluster.
+"""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+AGENT = SearchAttributeKey.for_keyword("OpenLoopAgent")
+WORKSPACE = SearchAttributeKey.for_keyword("OpenLoopWorkspace")
+CHANNEL = SearchAttributeKey.for_keyword("OpenLoopChannel")
+SURFACE = SearchAttributeKey.for_keyword("OpenLoopSurface")
+STATUS = SearchAttributeKey.for_keyword("OpenLoopStatus")
+COST_USD = SearchAttributeKey.for_float("OpenLoopCostUsd")
+
+ALL_KEYS = (AGENT, WORKSPACE, CHANNEL, SURFACE, STATUS, COST_USD)
+
+
+def dev_server_flags() -> list[str]:
+    """`--search-attribute NAME=TYPE` flags for `temporal server start-dev`."""
+    types = {"KEYWORD": "Keyword", "DOUBLE": "Double"}
+    flags: list[str] = []
+    for key in ALL_KEYS:
+        flags += ["--search-attribute", f"{key.name}={types[key.indexed_value_type.name]}"]
+    return flags

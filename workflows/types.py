@@ -1,0 +1,371 @@
+"""Types that cross the workflow boundary: workflow input/result, signals, queries, activity I/O.
+
+Client, workflow, activities, worker and surfaces all import these; none redefines them.
+Temporal encourages one dataclass input per workflow/activity so fields can be added
+compatibly: add fields with defaults, never rename or remove one that has been released.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from config.agent import AgentConfig
+
+WORKFLOW_NAME = "openloop.AgentTask"
+
+
+class ActivityName:
+    """Stable activity names: renaming one is a migration for tasks in flight."""
+
+    CALL_MODEL = "openloop.model.call"
+    RUN_TOOL = "openloop.tool.run"
+    RECALL = "openloop.memory.recall"
+    RECORD_AUDIT = "openloop.audit.record"
+    POST_REPLY = "openloop.surface.post_reply"
+    POST_APPROVAL_REQUEST = "openloop.surface.post_approval_request"
+    RESOLVE_APPROVAL_REQUEST = "openloop.surface.resolve_approval_request"
+
+
+class TaskStatus(StrEnum):
+    RUNNING = "RUNNING"
+    WAITING_APPROVAL = "WAITING_APPROVAL"
+    SUCCESS = "SUCCESS"
+    BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+    NO_PROGRESS = "NO_PROGRESS"
+    APPROVAL_DENIED = "APPROVAL_DENIED"
+    APPROVAL_EXPIRED = "APPROVAL_EXPIRED"
+    CANCELLED = "CANCELLED"
+    ERROR = "ERROR"
+
+    @property
+    def finished(self) -> bool:
+        return self not in (TaskStatus.RUNNING, TaskStatus.WAITING_APPROVAL)
+
+
+@dataclass(frozen=True)
+class SurfaceContext:
+    """Where a task came from and where it answers."""
+
+    surface: str  # "cli" | "slack" | "github"
+    channel: str  # Slack channel id, "owner/repo", or a CLI channel name
+    user: str  # the requesting user's id on that surface
+    thread: str | None = None  # Slack thread_ts, issue/PR number
+    event_id: str | None = None  # the triggering event (Slack event_id, GitHub delivery id)
+    reply_target: str | None = None  # surface-specific extra (e.g. a commit sha to comment on)
+
+
+@dataclass
+class BudgetUsage:
+    """What a task has spent; workflow state, carried across continue-as-new."""
+
+    iterations: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    extra_usd: float = 0.0  # raised by extend_budget
+    extra_tokens: int = 0
+    extra_iterations: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class CarriedState:
+    """State handed to the next run on continue-as-new."""
+
+    step: int
+    transcript_upto: int
+    usage: BudgetUsage
+    started_at_iso: str
+    decisions: list[str]
+    pending_messages: list[ChatMessage]
+    progress_signatures: list[str]
+    used_request_ids: list[str]
+    summary_upto: int = 0
+    continuations: int = 0
+    runs: int = 1
+
+
+@dataclass
+class TaskInput:
+    """Everything a task needs, fixed when it starts (the agent is a snapshot of one version)."""
+
+    task_id: str
+    agent: AgentConfig
+    agent_version: int
+    context: SurfaceContext
+    request: str
+    task_kind: str = "chat"
+    carried: CarriedState | None = None
+    max_steps_per_run: int = 200
+
+
+@dataclass
+class TaskResult:
+    task_id: str
+    status: TaskStatus
+    reason: str
+    next_action: str
+    reply: str
+    usage: BudgetUsage
+    steps: int
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it; may be invalid
+
+
+@dataclass
+class ChatMessage:
+    role: str  # system | user | assistant | tool
+    content: str
+    tool_call_id: str | None = None
+    name: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    content_ref: str | None = None  # full content stored elsewhere (large tool output)
+
+
+@dataclass
+class ModelUsage:
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+
+
+@dataclass
+class TranscriptView:
+    """How the model activity builds the prompt from the stored transcript."""
+
+    summary_upto: int = 0  # messages up to here are replaced by the stored summary
+    keep_tool_results: int = 6  # older tool results become short placeholders
+
+
+@dataclass
+class ModelCallInput:
+    """One model call: appends `new_messages` to the stored transcript, then asks the model."""
+
+    task_id: str
+    step: int
+    agent_name: str
+    workspace: str
+    channel: str
+    surface: str
+    models: list[str]
+    transcript_upto: int
+    new_messages: list[ChatMessage]
+    tool_names: list[str]
+    max_tokens: int
+    usd_headroom: float
+    token_headroom: int
+    on_exceeded: str = "block"
+    view: TranscriptView = field(default_factory=TranscriptView)
+    purpose: str = "step"  # step | summary | final
+    timeout_seconds: float = 120.0
+
+
+@dataclass
+class ModelCallResult:
+    text: str
+    tool_calls: list[ToolCall]
+    finish_reason: str  # stop | tool_calls | length | budget
+    usage: ModelUsage
+    transcript_upto: int
+    max_tokens_used: int
+    offline: bool = False
+    refused_reason: str | None = None  # set when the budget could not cover the call
+
+
+@dataclass
+class MemoryScopeRef:
+    workspace: str
+    agent: str
+    scope: str  # channel | agent | workspace
+    scope_key: str
+    embedding: str
+    retention_days: int
+
+
+@dataclass
+class ApprovalRecord:
+    request_id: str
+    action_id: str
+    approver: str
+    decided_at_iso: str
+
+
+@dataclass
+class ToolCallInput:
+    task_id: str
+    step: int
+    call_id: str
+    tool: str
+    arguments: dict[str, object]
+    idempotency_key: str
+    context: SurfaceContext
+    memory: MemoryScopeRef
+    requested_by: str
+    approval: ApprovalRecord | None = None
+
+
+@dataclass
+class ToolCallResult:
+    ok: bool
+    output: str  # bounded preview of the output, or the error for the model
+    output_ref: str | None = None  # the full output when it was too large for history
+    error_kind: str | None = None  # not_found | invalid | permission | failed
+
+
+@dataclass
+class RecallInput:
+    memory: MemoryScopeRef
+    query: str
+    k: int
+    task_id: str
+
+
+@dataclass
+class MemoryItem:
+    id: str
+    content: str
+    created_at_iso: str
+    score: float = 0.0
+
+
+@dataclass
+class RecallResult:
+    items: list[MemoryItem]
+
+
+@dataclass
+class AuditEvent:
+    task_id: str
+    step: int
+    key: str  # idempotency: one row per (task_id, key)
+    agent: str
+    workspace: str
+    channel: str
+    kind: str  # tool_refused | approval_requested | approval_granted | approval_denied | ...
+    actor: str
+    tool: str | None = None
+    arguments: dict[str, object] | None = None
+    outcome: str = ""
+    approver: str | None = None
+
+
+@dataclass
+class PostReplyInput:
+    task_id: str
+    context: SurfaceContext
+    text: str
+    status: TaskStatus
+    step: int
+
+
+@dataclass
+class ApprovalRequest:
+    """Shown to approvers and held in workflow state while the task waits."""
+
+    request_id: str
+    action_id: str
+    tool: str
+    arguments: dict[str, object]
+    approvers: list[str]
+    requested_at_iso: str
+    expires_at_iso: str
+    model: str
+    estimated_cost_usd: float
+
+
+@dataclass
+class PostApprovalRequestInput:
+    task_id: str
+    context: SurfaceContext
+    request: ApprovalRequest
+    agent_name: str
+
+
+@dataclass
+class PostApprovalRequestResult:
+    message_ref: str | None = None  # e.g. Slack channel:ts, to update when decided
+
+
+@dataclass
+class ResolveApprovalRequestInput:
+    task_id: str
+    context: SurfaceContext
+    request: ApprovalRequest
+    message_ref: str | None
+    outcome: str  # approved | denied | expired | cancelled
+    decided_by: str | None
+    decided_at_iso: str
+
+
+# Signals and queries -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    request_id: str
+    action_id: str
+    approver: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    user: str
+    text: str
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    by: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class BudgetExtension:
+    by: str
+    usd: float = 0.0
+    tokens: int = 0
+    iterations: int = 0
+
+
+@dataclass
+class StepRecord:
+    step: int
+    kind: str  # model | tool | approval | refused | stop | message
+    summary: str
+    at_iso: str
+    cost_usd: float = 0.0
+    actor: str | None = None
+
+
+@dataclass
+class TaskStatusView:
+    task_id: str
+    agent: str
+    status: TaskStatus
+    step: int
+    last_action: str
+    usage: BudgetUsage
+    limits: dict[str, float]
+    pending_approval: ApprovalRequest | None
+    reply: str
+
+
+@dataclass
+class Explanation:
+    task_id: str
+    status: TaskStatus
+    reason: str
+    next_action: str
+    steps: list[StepRecord]
+    decisions: list[str]
