@@ -24,6 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from activities import runtime as activity_runtime  # noqa: E402
 from activities.db import apply_migrations, close_pools  # noqa: E402
 from config.settings import Settings  # noqa: E402
+from workers.setup import register_search_attributes  # noqa: E402
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, find_binary, free_port  # noqa: E402
 
 
@@ -64,6 +65,7 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
         data_converter=pydantic_data_converter,
         test_server_existing_path=find_binary("temporal-test-server"),
     )
+    await register_search_attributes(env.client, "default")
     yield env
     await env.shutdown()
 

@@ -25,11 +25,14 @@ class ActivityName:
     POST_REPLY = "openloop.surface.post_reply"
     POST_APPROVAL_REQUEST = "openloop.surface.post_approval_request"
     RESOLVE_APPROVAL_REQUEST = "openloop.surface.resolve_approval_request"
+    TASK_STARTED = "openloop.surface.task_started"
 
 
 class TaskStatus(StrEnum):
     RUNNING = "RUNNING"
     WAITING_APPROVAL = "WAITING_APPROVAL"
+    WAITING_USER = "WAITING_USER"
+    WAITING_BUDGET = "WAITING_BUDGET"
     SUCCESS = "SUCCESS"
     BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
     NO_PROGRESS = "NO_PROGRESS"
@@ -40,7 +43,12 @@ class TaskStatus(StrEnum):
 
     @property
     def finished(self) -> bool:
-        return self not in (TaskStatus.RUNNING, TaskStatus.WAITING_APPROVAL)
+        return self not in (
+            TaskStatus.RUNNING,
+            TaskStatus.WAITING_APPROVAL,
+            TaskStatus.WAITING_USER,
+            TaskStatus.WAITING_BUDGET,
+        )
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,7 @@ class BudgetUsage:
     extra_usd: float = 0.0  # raised by extend_budget
     extra_tokens: int = 0
     extra_iterations: int = 0
+    waited_seconds: float = 0.0  # time spent waiting on humans; not counted as wall clock
 
     @property
     def tokens(self) -> int:
@@ -101,6 +110,7 @@ class TaskInput:
     task_kind: str = "chat"
     carried: CarriedState | None = None
     max_steps_per_run: int = 200
+    follow_up_seconds: float = 3600.0  # after a question, how long the task waits for an answer
 
 
 @dataclass

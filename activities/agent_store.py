@@ -1,0 +1,139 @@
+"""Versioned agent definitions in Postgres.
+
+`apply` stores a new version only when the spec changed; tasks start with the latest
+version's snapshot and keep it for their whole life, so a later `apply` never changes a
+task that is already running.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from psycopg_pool import AsyncConnectionPool
+
+from config.agent import AgentConfig
+
+
+@dataclass(frozen=True)
+class StoredAgent:
+    config: AgentConfig
+    version: int
+    applied_at: datetime
+    spec_sha256: str
+    source: str = ""
+    applied_by: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.config.metadata.name
+
+    @property
+    def workspace(self) -> str:
+        return self.config.metadata.workspace
+
+
+def spec_digest(config: AgentConfig) -> str:
+    canonical = json.dumps(config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _row_to_agent(row: dict[str, object]) -> StoredAgent:
+    return StoredAgent(
+        config=AgentConfig.model_validate(row["spec"]),
+        version=int(row["version"]),  # type: ignore[call-overload]
+        applied_at=row["applied_at"],  # type: ignore[arg-type]
+        spec_sha256=str(row["spec_sha256"]),
+        source=str(row["source"]),
+        applied_by=str(row["applied_by"]),
+    )
+
+
+async def apply_agent(
+    pool: AsyncConnectionPool, config: AgentConfig, source: str = "", applied_by: str = ""
+) -> tuple[StoredAgent, bool]:
+    """Store `config` as the next version; returns (stored, created). Unchanged -> not created."""
+    digest = spec_digest(config)
+    async with pool.connection() as conn, conn.transaction():
+        # Serialise applies of the same agent so two never take the same version number.
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agent:{config.workspace}/{config.name}",)
+        )
+        cursor = await conn.execute(
+            "SELECT * FROM agents WHERE workspace = %s AND name = %s ORDER BY version DESC LIMIT 1",
+            (config.workspace, config.name),
+        )
+        latest = await cursor.fetchone()
+        if latest is not None and latest["spec_sha256"] == digest:
+            return _row_to_agent(latest), False
+        version = 1 if latest is None else int(latest["version"]) + 1
+        cursor = await conn.execute(
+            "INSERT INTO agents (workspace, name, version, spec, spec_sha256, source, applied_by)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING *",
+            (
+                config.workspace,
+                config.name,
+                version,
+                json.dumps(config.model_dump(mode="json")),
+                digest,
+                source,
+                applied_by,
+            ),
+        )
+        row = await cursor.fetchone()
+        assert row is not None
+        return _row_to_agent(row), True
+
+
+async def get_agent(
+    pool: AsyncConnectionPool, name: str, workspace: str | None = None, version: int | None = None
+) -> StoredAgent | None:
+    """The latest (or a given) version of an agent; `workspace=None` matches any workspace."""
+    query = "SELECT * FROM agents WHERE name = %s"
+    params: list[object] = [name]
+    if workspace is not None:
+        query += " AND workspace = %s"
+        params.append(workspace)
+    if version is not None:
+        query += " AND version = %s"
+        params.append(version)
+    query += " ORDER BY version DESC LIMIT 1"
+    async with pool.connection() as conn:
+        row = await (await conn.execute(query, params)).fetchone()
+    return _row_to_agent(row) if row else None
+
+
+async def list_agents(pool: AsyncConnectionPool) -> list[StoredAgent]:
+    """The latest version of every agent."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT DISTINCT ON (workspace, name) * FROM agents"
+            " ORDER BY workspace, name, version DESC"
+        )
+        return [_row_to_agent(row) for row in await cursor.fetchall()]
+
+
+async def list_versions(pool: AsyncConnectionPool, name: str) -> list[StoredAgent]:
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT * FROM agents WHERE name = %s ORDER BY workspace, version", (name,)
+        )
+        return [_row_to_agent(row) for row in await cursor.fetchall()]
+
+
+async def agent_for_slack_channel(pool: AsyncConnectionPool, channel: str) -> StoredAgent | None:
+    for agent in await list_agents(pool):
+        slack = agent.config.spec.surfaces.slack
+        if slack is not None and channel in slack.channels:
+            return agent
+    return None
+
+
+async def agent_for_github_repo(pool: AsyncConnectionPool, repo: str) -> StoredAgent | None:
+    for agent in await list_agents(pool):
+        github = agent.config.spec.surfaces.github
+        if github is not None and repo.lower() in (r.lower() for r in github.repos):
+            return agent
+    return None

@@ -1,0 +1,179 @@
+"""The model activity: append new messages to the transcript, ask the model, store its answer.
+
+One activity does the whole step's bookkeeping (transcript appends, the usage row) in one
+transaction, so a step costs one remote round trip for the model, not one per write. Only
+Temporal retries: LiteLLM's own retries are off, provider errors are classified (429, 5xx
+and timeouts retryable, honouring Retry-After; auth and bad requests not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import asdict
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import ledger, offline_model, transcript
+from activities.providers import ProviderCall, call_provider, price_per_token
+from activities.runtime import runtime
+from workflows.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
+from workflows.tool_catalog import NATIVE_TOOLS
+from workflows.types import ActivityName, ModelCallInput, ModelCallResult, ModelUsage, ToolCall
+
+HEARTBEAT_EVERY_SECONDS = 10.0
+
+
+@activity.defn(name=ActivityName.CALL_MODEL)
+async def call_model(inp: ModelCallInput) -> ModelCallResult:
+    pool = await runtime().pool()
+    new_rows = [transcript.message_to_row(m) for m in inp.new_messages]
+    if inp.purpose == "summary":
+        new_rows.append({"role": "user", "content": SUMMARY_INSTRUCTION, "tool_calls": []})
+    answer_seq = inp.transcript_upto + len(new_rows) + 1
+    async with pool.connection() as conn:
+        # A previous attempt may have finished the call and crashed before reporting: reuse it,
+        # so the model is asked (and charged) once.
+        cached = await transcript.load_one(conn, inp.task_id, answer_seq)
+        if cached is not None and cached.get("_step") == inp.step and cached.get("_usage"):
+            return _result_from_stored(cached, answer_seq)
+        new_rows = await transcript.resolve_refs(conn, new_rows)
+        await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, new_rows)
+        stored = await transcript.load(conn, inp.task_id, answer_seq - 1)
+    messages = build_prompt(stored, inp.view)
+    tools = [NATIVE_TOOLS[name].openai_schema() for name in inp.tool_names if name in NATIVE_TOOLS]
+    result = await _ask_with_fallbacks(inp, messages, tools)
+    answer = {
+        "role": SUMMARY_ROLE if inp.purpose == "summary" else "assistant",
+        "content": result.text,
+        "tool_calls": [asdict(call) for call in result.tool_calls],
+        "_step": inp.step,
+        "_usage": asdict(result.usage),
+        "_finish_reason": result.finish_reason,
+        "_offline": result.offline,
+        "_max_tokens": result.max_tokens_used,
+    }
+    async with pool.connection() as conn, conn.transaction():
+        await transcript.append(conn, inp.task_id, answer_seq, [answer])
+        await ledger.write_usage(
+            conn,
+            ledger.UsageRow(
+                task_id=inp.task_id,
+                step=inp.step,
+                agent=inp.agent_name,
+                workspace=inp.workspace,
+                channel=inp.channel,
+                surface=inp.surface,
+                model=result.usage.model,
+                prompt_tokens=result.usage.prompt_tokens,
+                completion_tokens=result.usage.completion_tokens,
+                cost_usd=result.usage.cost_usd,
+            ),
+        )
+    result.transcript_upto = answer_seq
+    return result
+
+
+def _result_from_stored(message: dict[str, Any], seq: int) -> ModelCallResult:
+    return ModelCallResult(
+        text=message.get("content") or "",
+        tool_calls=[ToolCall(**call) for call in message.get("tool_calls") or []],
+        finish_reason=message.get("_finish_reason", "stop"),
+        usage=ModelUsage(**message["_usage"]),
+        transcript_upto=seq,
+        max_tokens_used=int(message.get("_max_tokens", 0)),
+        offline=bool(message.get("_offline")),
+    )
+
+
+async def _ask_with_fallbacks(
+    inp: ModelCallInput, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> ModelCallResult:
+    """Try the policy's models in order; a model that cannot serve (auth, not found, outage)
+    hands over to the next. If all fail, the first retryable error decides the retry."""
+    failures: list[ApplicationError] = []
+    for model in inp.models:
+        try:
+            return await _ask(inp, model, messages, tools)
+        except ApplicationError as err:
+            if err.type == "BudgetRefused":
+                raise
+            failures.append(err)
+            activity.logger.warning("model %s failed: %s", model, err.message)
+    retryable = [f for f in failures if not f.non_retryable]
+    if retryable:
+        raise retryable[0]
+    if failures:
+        raise failures[0]
+    raise ApplicationError("the model policy names no model", type="ModelBadRequest", non_retryable=True)
+
+
+async def _ask(
+    inp: ModelCallInput, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> ModelCallResult:
+    if model.startswith("offline/"):
+        reply = offline_model.respond(messages, inp.tool_names)
+        prompt_tokens = estimate_tokens(messages)
+        completion_tokens = estimate_tokens([{"content": reply.text, "tool_calls": reply.tool_calls}])
+        return ModelCallResult(
+            text=reply.text,
+            tool_calls=reply.tool_calls,
+            finish_reason="tool_calls" if reply.tool_calls else "stop",
+            usage=ModelUsage(model, prompt_tokens, completion_tokens, 0.0),
+            transcript_upto=0,
+            max_tokens_used=inp.max_tokens,
+            offline=True,
+        )
+    prompt_tokens = _count_tokens(model, messages, tools)
+    max_tokens = min(inp.max_tokens, max(0, inp.token_headroom - prompt_tokens))
+    prices = price_per_token(model)
+    if prices is None:
+        if inp.on_exceeded == "block":
+            return _refused(model, f"no price is known for {model}, so its cost cannot be bounded")
+    else:
+        input_price, output_price = prices
+        prompt_cost = prompt_tokens * input_price
+        if output_price > 0:
+            affordable = int((inp.usd_headroom - prompt_cost) / output_price)
+            max_tokens = min(max_tokens, affordable)
+    if max_tokens < 16:
+        return _refused(model, f"the budget left cannot cover a call to {model}")
+    heartbeat = asyncio.create_task(_heartbeat())
+    try:
+        return await call_provider(
+            ProviderCall(model, messages, tools, max_tokens, inp.timeout_seconds, prompt_tokens)
+        )
+    finally:
+        heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heartbeat
+
+
+def _refused(model: str, reason: str) -> ModelCallResult:
+    return ModelCallResult(
+        text="",
+        tool_calls=[],
+        finish_reason="budget",
+        usage=ModelUsage(model, 0, 0, 0.0),
+        transcript_upto=0,
+        max_tokens_used=0,
+        refused_reason=reason,
+    )
+
+
+def _count_tokens(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    import litellm
+
+    try:
+        return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))
+    except Exception:  # noqa: BLE001 - an unknown tokenizer falls back to the estimate
+        return estimate_tokens(messages)
+
+
+async def _heartbeat() -> None:
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
+

@@ -1,0 +1,144 @@
+"""The provider layer: one LiteLLM call, its usage and cost, and its errors classified.
+
+Kept apart from the model activity so the activity's bookkeeping does not depend on any
+provider. LiteLLM's own retries are off; the error type and `next_retry_delay` tell
+Temporal whether and when to retry.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from workflows.types import ModelCallResult, ModelUsage, ToolCall
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# Where to send OpenAI-compatible calls instead of the provider's default (a gateway, a
+# local server, or the fake provider in the tests).
+API_BASE_ENV = "OPENLOOP_MODEL_API_BASE"
+
+
+@dataclass
+class ProviderCall:
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int
+    timeout_seconds: float
+    prompt_tokens_estimate: int
+
+
+def price_per_token(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per token from LiteLLM's local cost map; None when unknown."""
+    import litellm
+
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - LiteLLM raises plain Exception for unmapped models
+        return None
+    input_price = info.get("input_cost_per_token")
+    output_price = info.get("output_cost_per_token")
+    if input_price is None or output_price is None:
+        return None
+    return float(input_price), float(output_price)
+
+
+async def call_provider(call: ProviderCall) -> ModelCallResult:
+    import litellm
+
+    kwargs: dict[str, Any] = {
+        "model": call.model,
+        "messages": call.messages,
+        "max_tokens": call.max_tokens,
+        "timeout": call.timeout_seconds,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    if call.tools:
+        kwargs["tools"] = call.tools
+    if os.environ.get(API_BASE_ENV):
+        kwargs["api_base"] = os.environ[API_BASE_ENV]
+    try:
+        response = await litellm.acompletion(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - classified below
+        raise classify_error(call.model, exc) from exc
+    choice = response.choices[0]
+    message = choice.message
+    tool_calls = [
+        ToolCall(tc.id, tc.function.name, tc.function.arguments or "{}")
+        for tc in (message.tool_calls or [])
+    ]
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or call.prompt_tokens_estimate)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    prices = price_per_token(call.model)
+    cost = 0.0
+    if prices is not None:
+        cost = prompt_tokens * prices[0] + completion_tokens * prices[1]
+    finish = choice.finish_reason or "stop"
+    return ModelCallResult(
+        text=message.content or "",
+        tool_calls=tool_calls,
+        finish_reason="tool_calls" if tool_calls else ("length" if finish == "length" else "stop"),
+        usage=ModelUsage(call.model, prompt_tokens, completion_tokens, cost),
+        transcript_upto=0,
+        max_tokens_used=call.max_tokens,
+    )
+
+
+def _retry_after(exc: Exception) -> float | None:
+    headers: Any = getattr(exc, "headers", None)
+    response = getattr(exc, "response", None)
+    if not headers and response is not None:
+        headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def classify_error(model: str, exc: Exception) -> ApplicationError:
+    """Map a LiteLLM/provider exception to a retryable or non-retryable ApplicationError."""
+    import litellm
+
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError) or status in (401, 403):
+        return ApplicationError(
+            f"{model}: the provider rejected the credentials; check the API key for this provider",
+            type="ModelAuthError",
+            non_retryable=True,
+        )
+    if isinstance(exc, litellm.NotFoundError) or status == 404:
+        return ApplicationError(
+            f"{model}: model not found at the provider; check spec.model_policy",
+            type="ModelNotFound",
+            non_retryable=True,
+        )
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        delay = _retry_after(exc)
+        return ApplicationError(
+            f"{model}: rate limited by the provider",
+            type="ModelRateLimited",
+            next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
+        )
+    if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
+        return ApplicationError(
+            f"{model}: the provider refused the request as invalid ({name})",
+            type="ModelBadRequest",
+            non_retryable=True,
+        )
+    delay = _retry_after(exc)
+    return ApplicationError(
+        f"{model}: provider unavailable ({name}{f' {status}' if status else ''})",
+        type="ModelUnavailable",
+        next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
+    )

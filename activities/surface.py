@@ -1,0 +1,67 @@
+"""Surface activities: tell the task's surface what happened (started, reply, approval).
+
+They dispatch on `context.surface` to `activities.slack_surface` or
+`activities.github_surface`. The CLI surface needs no push: `openloop ask` follows the task
+through its `status` query and result.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.runtime import runtime
+from workflows.types import (
+    ActivityName,
+    PostApprovalRequestInput,
+    PostApprovalRequestResult,
+    PostReplyInput,
+    ResolveApprovalRequestInput,
+    SurfaceContext,
+)
+
+_MODULES = {"slack": "activities.slack_surface", "github": "activities.github_surface"}
+
+
+def _surface_module(context: SurfaceContext) -> ModuleType | None:
+    if context.surface == "cli":
+        return None
+    name = _MODULES.get(context.surface)
+    if name is None:
+        raise ApplicationError(
+            f"unknown surface {context.surface!r}", type="ToolConfigError", non_retryable=True
+        )
+    return importlib.import_module(name)
+
+
+@activity.defn(name=ActivityName.TASK_STARTED)
+async def task_started(inp: PostReplyInput) -> None:
+    module = _surface_module(inp.context)
+    if module is not None:
+        await module.task_started(inp, runtime())
+
+
+@activity.defn(name=ActivityName.POST_REPLY)
+async def post_reply(inp: PostReplyInput) -> None:
+    module = _surface_module(inp.context)
+    if module is not None:
+        await module.post_reply(inp, runtime())
+
+
+@activity.defn(name=ActivityName.POST_APPROVAL_REQUEST)
+async def post_approval_request(inp: PostApprovalRequestInput) -> PostApprovalRequestResult:
+    module = _surface_module(inp.context)
+    if module is None:
+        return PostApprovalRequestResult()
+    result: PostApprovalRequestResult = await module.post_approval_request(inp, runtime())
+    return result
+
+
+@activity.defn(name=ActivityName.RESOLVE_APPROVAL_REQUEST)
+async def resolve_approval_request(inp: ResolveApprovalRequestInput) -> None:
+    module = _surface_module(inp.context)
+    if module is not None:
+        await module.resolve_approval_request(inp, runtime())

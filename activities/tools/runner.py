@@ -1,0 +1,60 @@
+"""The tool activity: run one tool call through the registry, audit it, bound its output.
+
+Outputs larger than a preview are stored in Postgres and referenced, never put whole in
+workflow history. Side-effecting handlers honour `inp.idempotency_key`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities import ledger, transcript
+from activities.runtime import runtime
+from activities.tools.registry import ToolError, get_handler
+from workflows.types import ActivityName, AuditEvent, ToolCallInput, ToolCallResult
+
+
+@activity.defn(name=ActivityName.RUN_TOOL)
+async def run_tool(inp: ToolCallInput) -> ToolCallResult:
+    rt = runtime()
+    handler = get_handler(inp.tool)
+    if handler is None:
+        raise ApplicationError(
+            f"no handler is registered for tool {inp.tool!r}", type="ToolConfigError", non_retryable=True
+        )
+    try:
+        output = await handler(inp, rt)
+        result = ToolCallResult(ok=True, output=output)
+    except ToolError as err:
+        result = ToolCallResult(ok=False, output=f"Error ({err.kind}): {err}", error_kind=err.kind)
+    pool = await rt.pool()
+    async with pool.connection() as conn:
+        if len(result.output) > transcript.TOOL_OUTPUT_PREVIEW_CHARS:
+            ref = "out-" + hashlib.sha256(inp.idempotency_key.encode()).hexdigest()[:24]
+            await transcript.store_tool_output(conn, ref, inp.task_id, result.output)
+            result.output_ref = ref
+            result.output = (
+                result.output[: transcript.TOOL_OUTPUT_PREVIEW_CHARS]
+                + f"\n[… {len(result.output)} characters in all, stored as {ref}]"
+            )
+        await ledger.write_audit(
+            conn,
+            AuditEvent(
+                task_id=inp.task_id,
+                step=inp.step,
+                key=f"{inp.step}:{inp.call_id}:tool",
+                agent=inp.memory.agent,
+                workspace=inp.memory.workspace,
+                channel=inp.context.channel,
+                kind="tool_call",
+                actor=inp.requested_by,
+                tool=inp.tool,
+                arguments=inp.arguments,
+                outcome="ok" if result.ok else f"error:{result.error_kind}",
+                approver=inp.approval.approver if inp.approval else None,
+            ),
+        )
+    return result

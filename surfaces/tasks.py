@@ -1,0 +1,80 @@
+"""Starting and signalling tasks: the only thing a surface does with a request.
+
+The workflow id derives from the triggering event, so a retried webhook or a redelivered
+event finds the task it already started instead of starting a second one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from activities.agent_store import StoredAgent
+from config.settings import Settings
+from workflows import search
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.types import SurfaceContext, TaskInput, TaskResult, TaskStatus
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+
+
+def task_id_for(surface: str, event_id: str) -> str:
+    """A stable workflow id for an event; long or odd ids are hashed, never truncated."""
+    clean = _UNSAFE.sub("-", event_id)
+    if len(clean) > 80:
+        clean = hashlib.sha256(event_id.encode()).hexdigest()[:32]
+    return f"task-{surface}-{clean}"
+
+
+def task_search_attributes(agent: StoredAgent, context: SurfaceContext) -> TypedSearchAttributes:
+    return TypedSearchAttributes(
+        [
+            search.AGENT.value_set(agent.name),
+            search.WORKSPACE.value_set(agent.workspace),
+            search.CHANNEL.value_set(context.channel),
+            search.SURFACE.value_set(context.surface),
+            search.STATUS.value_set(TaskStatus.RUNNING.value),
+        ]
+    )
+
+
+async def start_task(
+    client: Client,
+    settings: Settings,
+    agent: StoredAgent,
+    context: SurfaceContext,
+    request: str,
+    *,
+    task_id: str,
+    task_kind: str = "chat",
+) -> tuple[WorkflowHandle[AgentTaskWorkflow, TaskResult], bool]:
+    """Start the task for an event, or find the one it already started. Returns (handle, started)."""
+    task_input = TaskInput(
+        task_id=task_id,
+        agent=agent.config,
+        agent_version=agent.version,
+        context=context,
+        request=request,
+        task_kind=task_kind,
+    )
+    try:
+        handle = await client.start_workflow(
+            AgentTaskWorkflow.run,
+            task_input,
+            id=task_id,
+            task_queue=settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            search_attributes=task_search_attributes(agent, context),
+            static_summary=f"{agent.name}: {request[:120]}",
+            static_details=(
+                f"Agent **{agent.name}** v{agent.version} ({agent.workspace}) for "
+                f"{context.user} on {context.surface} {context.channel}\n\n> {request[:500]}"
+            ),
+        )
+        return handle, True
+    except WorkflowAlreadyStartedError:
+        return client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id), False

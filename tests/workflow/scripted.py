@@ -1,0 +1,102 @@
+"""Stand-ins registered under the real activity names, so the real workflow runs on a real
+Temporal server with a scripted model and recorded tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import activity
+
+from workflows.types import (
+    ActivityName,
+    AuditEvent,
+    ModelCallInput,
+    ModelCallResult,
+    ModelUsage,
+    PostApprovalRequestInput,
+    PostApprovalRequestResult,
+    PostReplyInput,
+    RecallInput,
+    RecallResult,
+    ResolveApprovalRequestInput,
+    ToolCall,
+    ToolCallInput,
+    ToolCallResult,
+)
+
+
+def say(text: str, tokens: tuple[int, int] = (100, 20), cost: float = 0.0, finish: str = "stop") -> ModelCallResult:
+    return ModelCallResult(text, [], finish, ModelUsage("scripted/model", *tokens, cost), 0, 0)
+
+
+def use(tool: str, arguments: str, call_id: str = "c1", tokens: tuple[int, int] = (100, 20), cost: float = 0.0) -> ModelCallResult:
+    return ModelCallResult(
+        "", [ToolCall(call_id, tool.replace(".", "__"), arguments)], "tool_calls",
+        ModelUsage("scripted/model", *tokens, cost), 0, 0,
+    )
+
+
+@dataclass
+class Script:
+    """A sequence of model answers; when it runs out, `default` answers every further call."""
+
+    answers: list[ModelCallResult]
+    default: Callable[[ModelCallInput], ModelCallResult] | None = None
+    model_inputs: list[ModelCallInput] = field(default_factory=list)
+    tool_calls: list[ToolCallInput] = field(default_factory=list)
+    replies: list[PostReplyInput] = field(default_factory=list)
+    approval_requests: list[PostApprovalRequestInput] = field(default_factory=list)
+    resolutions: list[ResolveApprovalRequestInput] = field(default_factory=list)
+    audits: list[AuditEvent] = field(default_factory=list)
+    tool_output: Callable[[ToolCallInput], str] = lambda inp: f"done {inp.tool}"
+
+    def activities(self) -> list[Any]:
+        script = self
+
+        @activity.defn(name=ActivityName.CALL_MODEL)
+        async def call_model(inp: ModelCallInput) -> ModelCallResult:
+            script.model_inputs.append(inp)
+            index = len(script.model_inputs) - 1
+            if index < len(script.answers):
+                answer = script.answers[index]
+            else:
+                assert script.default is not None, "the script ran out of answers"
+                answer = script.default(inp)
+            answer.transcript_upto = inp.transcript_upto + len(inp.new_messages) + 1
+            answer.max_tokens_used = inp.max_tokens
+            return answer
+
+        @activity.defn(name=ActivityName.RUN_TOOL)
+        async def run_tool(inp: ToolCallInput) -> ToolCallResult:
+            script.tool_calls.append(inp)
+            return ToolCallResult(ok=True, output=script.tool_output(inp))
+
+        @activity.defn(name=ActivityName.RECALL)
+        async def recall(inp: RecallInput) -> RecallResult:
+            return RecallResult(items=[])
+
+        @activity.defn(name=ActivityName.RECORD_AUDIT)
+        async def record_audit(inp: AuditEvent) -> None:
+            script.audits.append(inp)
+
+        @activity.defn(name=ActivityName.TASK_STARTED)
+        async def task_started(inp: PostReplyInput) -> None:
+            return None
+
+        @activity.defn(name=ActivityName.POST_REPLY)
+        async def post_reply(inp: PostReplyInput) -> None:
+            script.replies.append(inp)
+
+        @activity.defn(name=ActivityName.POST_APPROVAL_REQUEST)
+        async def post_approval_request(inp: PostApprovalRequestInput) -> PostApprovalRequestResult:
+            script.approval_requests.append(inp)
+            return PostApprovalRequestResult(message_ref="C1:1.0")
+
+        @activity.defn(name=ActivityName.RESOLVE_APPROVAL_REQUEST)
+        async def resolve(inp: ResolveApprovalRequestInput) -> None:
+            script.resolutions.append(inp)
+
+        return [call_model, run_tool, recall, record_audit, task_started, post_reply,
+                post_approval_request, resolve]

@@ -1,0 +1,153 @@
+"""Approvals on the time-skipping server: long waits, expiry, and decisions that must not count."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import timedelta
+
+from temporalio.client import WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from config.loader import parse_agent
+from tests.workflow.scripted import Script, say, use
+from workers.sandbox import workflow_runner
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.policy import action_id
+from workflows.types import ApprovalDecision, SurfaceContext, TaskInput, TaskResult, TaskStatus
+
+AGENT_YAML = """
+apiVersion: openloop.ai/v1alpha1
+kind: Agent
+metadata: {name: approver-test}
+spec:
+  model_policy: {default: scripted/model}
+  tools:
+    - {name: github.create_issue, permissions: [issues:write]}
+  approvals:
+    require_for: [github.create_issue]
+    approvers: [U_ALICE]
+    ttl: 72h
+"""
+ARGS = {"repo": "acme/platform", "title": "Track the decision"}
+
+
+def task_input(yaml_text: str = AGENT_YAML, **overrides: object) -> TaskInput:
+    return TaskInput(
+        task_id=f"task-test-{uuid.uuid4().hex[:10]}",
+        agent=parse_agent(yaml_text),
+        agent_version=1,
+        context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
+        request="open an issue",
+        **overrides,  # type: ignore[arg-type]
+    )
+
+
+def worker(env: WorkflowEnvironment, script: Script, task_queue: str) -> Worker:
+    return Worker(
+        env.client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=script.activities(),
+        workflow_runner=workflow_runner(),
+    )
+
+
+async def start(env: WorkflowEnvironment, inp: TaskInput, task_queue: str) -> WorkflowHandle[AgentTaskWorkflow, TaskResult]:
+    return await env.client.start_workflow(AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue)
+
+
+async def pending_request(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult]) -> tuple[str, str]:
+    for _ in range(100):
+        status = await handle.query(AgentTaskWorkflow.status)
+        if status.pending_approval is not None:
+            return status.pending_approval.request_id, status.pending_approval.action_id
+        await asyncio.sleep(0.05)
+    raise AssertionError("no approval became pending")
+
+
+def issue_script() -> Script:
+    return Script([use("github.create_issue", json.dumps(ARGS)), say("Opened the issue.")])
+
+
+async def test_approval_waits_three_days_then_expires_and_executes_nothing(ts_env: WorkflowEnvironment, task_queue: str) -> None:
+    script = issue_script()
+    async with worker(ts_env, script, task_queue):
+        handle = await start(ts_env, task_input(), task_queue)
+        await pending_request(handle)
+        await ts_env.sleep(timedelta(days=3, minutes=1))
+        result = await handle.result()
+    assert result.status == TaskStatus.APPROVAL_EXPIRED
+    assert script.tool_calls == []
+    assert [r.outcome for r in script.resolutions] == ["expired"]
+    assert "approval_expired" in [a.kind for a in script.audits]
+
+
+async def test_approval_after_two_days_executes_once(ts_env: WorkflowEnvironment, task_queue: str) -> None:
+    script = issue_script()
+    async with worker(ts_env, script, task_queue):
+        handle = await start(ts_env, task_input(), task_queue)
+        request_id, action = await pending_request(handle)
+        await ts_env.sleep(timedelta(days=2))
+        decision = ApprovalDecision(request_id, action, "U_ALICE")
+        await handle.signal(AgentTaskWorkflow.approve, decision)
+        await handle.signal(AgentTaskWorkflow.approve, decision)  # a double click
+        result = await handle.result()
+    assert result.status == TaskStatus.SUCCESS
+    assert len(script.tool_calls) == 1
+    assert script.tool_calls[0].approval is not None
+    assert script.tool_calls[0].approval.approver == "U_ALICE"
+    assert script.resolutions[0].outcome == "approved"
+    assert script.resolutions[0].decided_by == "U_ALICE"
+    # The approval wait is not charged against the task's wall clock.
+    assert result.usage.waited_seconds >= timedelta(days=2).total_seconds()
+
+
+async def test_decisions_for_other_arguments_or_from_non_approvers_are_ignored(ts_env: WorkflowEnvironment, task_queue: str) -> None:
+    script = issue_script()
+    async with worker(ts_env, script, task_queue):
+        handle = await start(ts_env, task_input(), task_queue)
+        request_id, action = await pending_request(handle)
+        other_args = action_id("github.create_issue", {**ARGS, "title": "Something else"})
+        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(request_id, other_args, "U_ALICE"))
+        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(request_id, action, "U_MALLORY"))
+        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision("apr-forged", action, "U_ALICE"))
+        await asyncio.sleep(0.3)
+        status = await handle.query(AgentTaskWorkflow.status)
+        assert status.status == TaskStatus.WAITING_APPROVAL
+        await ts_env.sleep(timedelta(days=3, minutes=1))
+        result = await handle.result()
+    assert result.status == TaskStatus.APPROVAL_EXPIRED
+    assert script.tool_calls == []
+    ignored = [a for a in script.audits if a.kind == "approval_ignored"]
+    assert {a.approver for a in ignored} == {"U_ALICE", "U_MALLORY"}
+    assert any("different arguments" in a.outcome for a in ignored)
+    assert any("not an approver" in a.outcome for a in ignored)
+
+
+async def test_denial_is_told_to_the_model_and_nothing_runs(ts_env: WorkflowEnvironment, task_queue: str) -> None:
+    script = Script([use("github.create_issue", json.dumps(ARGS)), say("Understood, I will not open it.")])
+    async with worker(ts_env, script, task_queue):
+        handle = await start(ts_env, task_input(), task_queue)
+        request_id, action = await pending_request(handle)
+        await handle.signal(AgentTaskWorkflow.deny, ApprovalDecision(request_id, action, "U_ALICE"))
+        result = await handle.result()
+    assert script.tool_calls == []
+    assert result.reply == "Understood, I will not open it."
+    told = script.model_inputs[1].new_messages[-1]
+    assert told.role == "tool" and "denied" in told.content
+
+
+async def test_deny_can_stop_the_task(ts_env: WorkflowEnvironment, task_queue: str) -> None:
+    script = issue_script()
+    yaml_text = AGENT_YAML.replace("ttl: 72h", "ttl: 72h\n    on_denied: stop")
+    async with worker(ts_env, script, task_queue):
+        handle = await start(ts_env, task_input(yaml_text), task_queue)
+        request_id, action = await pending_request(handle)
+        await handle.signal(AgentTaskWorkflow.deny, ApprovalDecision(request_id, action, "U_ALICE"))
+        result = await handle.result()
+    assert result.status == TaskStatus.APPROVAL_DENIED
+    assert script.tool_calls == []
+    assert "U_ALICE" in result.reason

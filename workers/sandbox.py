@@ -1,0 +1,29 @@
+"""The workflow sandbox, configured in one place for the worker, the tests and replay.
+
+Pure, deterministic modules (our config and workflow types, pydantic, jsonschema) are
+passed through so each workflow run does not re-import them; the workflow classes
+themselves still run sandboxed.
+"""
+
+from __future__ import annotations
+
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+PASSTHROUGH_MODULES = (
+    "config",  # pydantic models of the agent spec, no I/O
+    "workflows",  # our own types and pure helpers
+    "pydantic",
+    "pydantic_core",
+    "jsonschema",  # argument validation of tool calls
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attrs",
+    "yaml",
+)
+
+
+def workflow_runner() -> SandboxedWorkflowRunner:
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )

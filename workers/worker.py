@@ -1,0 +1,72 @@
+"""The Temporal worker: every workflow and activity of OpenLoop, registered in one place.
+
+The sandbox pass-through lives in `workers.sandbox`, shared with the tests and replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities import ledger, memory
+from activities.model import call_model
+from activities.surface import (
+    post_approval_request,
+    post_reply,
+    resolve_approval_request,
+    task_started,
+)
+from activities.tools.runner import run_tool
+from config.settings import Settings
+from workers.sandbox import workflow_runner
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.retention import MemoryRetentionWorkflow
+
+# Defaults sized for a 2-core machine; production overrides them by environment.
+MAX_CONCURRENT_ACTIVITIES = 100
+MAX_CONCURRENT_WORKFLOW_TASKS = 100
+MAX_CACHED_WORKFLOWS = 1000
+
+
+WORKFLOWS: Sequence[type] = (AgentTaskWorkflow, MemoryRetentionWorkflow)
+
+ACTIVITIES: Sequence[Callable[..., Any]] = (
+    call_model,
+    run_tool,
+    memory.recall,
+    memory.purge_expired_memories,
+    ledger.record_audit,
+    task_started,
+    post_reply,
+    post_approval_request,
+    resolve_approval_request,
+)
+
+
+def build_worker(
+    client: Client,
+    settings: Settings,
+    task_queue: str | None = None,
+    *,
+    activities: Sequence[Callable[..., Any]] | None = None,
+    max_cached_workflows: int = MAX_CACHED_WORKFLOWS,
+    **worker_options: Any,
+) -> Worker:
+    """A worker for every OpenLoop workflow and activity (tests may swap in stand-ins)."""
+    from activities import runtime
+
+    runtime.configure(settings)
+    return Worker(
+        client,
+        task_queue=task_queue or settings.task_queue,
+        workflows=list(WORKFLOWS),
+        activities=list(activities if activities is not None else ACTIVITIES),
+        workflow_runner=workflow_runner(),
+        max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
+        max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
+        max_cached_workflows=max_cached_workflows,
+        **worker_options,
+    )

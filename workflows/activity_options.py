@@ -1,0 +1,66 @@
+"""Timeouts and retry policies of every activity the task calls, as named constants.
+
+Only Temporal retries: client libraries inside activities have their own retries off.
+Every policy has a maximum; errors that retrying cannot fix are listed as non-retryable.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio.common import RetryPolicy
+
+# Provider errors that a retry cannot fix (bad key, bad request, budget refusal).
+NON_RETRYABLE_MODEL_ERRORS = ["ModelAuthError", "ModelBadRequest", "ModelNotFound", "BudgetRefused"]
+NON_RETRYABLE_TOOL_ERRORS = ["ToolConfigError", "PermissionDenied"]
+
+MODEL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=5),
+    maximum_attempts=20,  # about an hour of provider outage before the task gives up
+    non_retryable_error_types=NON_RETRYABLE_MODEL_ERRORS,
+)
+
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=2),
+    maximum_attempts=10,
+    non_retryable_error_types=NON_RETRYABLE_TOOL_ERRORS,
+)
+
+SURFACE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=1),
+    maximum_attempts=10,
+)
+
+LOCAL_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=10),
+    maximum_attempts=10,
+)
+
+MODEL_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(minutes=5),
+    "heartbeat_timeout": timedelta(seconds=60),
+    "retry_policy": MODEL_RETRY,
+    "summary": "model call",
+}
+TOOL_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(minutes=2),
+    "retry_policy": TOOL_RETRY,
+    "summary": "tool call",
+}
+SURFACE_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "retry_policy": SURFACE_RETRY,
+}
+LOCAL_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=15),
+    "retry_policy": LOCAL_RETRY,
+}

@@ -1,0 +1,177 @@
+"""Approvals inside a task: one pending request at a time, decided by a signal.
+
+A decision counts only when it names the pending request id, the exact action id (tool +
+canonical arguments) and comes from an approver named in the agent's config. Anything else
+is ignored and audited. Used request ids are remembered (and carried across
+continue-as-new), so a replayed decision never executes anything twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import policy
+    from workflows.activity_options import LOCAL_OPTIONS, SURFACE_OPTIONS
+    from workflows.types import (
+        ActivityName,
+        ApprovalDecision,
+        ApprovalRecord,
+        ApprovalRequest,
+        AuditEvent,
+        PostApprovalRequestInput,
+        PostApprovalRequestResult,
+        ResolveApprovalRequestInput,
+        TaskInput,
+    )
+
+
+@dataclass
+class GateDecision:
+    outcome: str  # approved | denied | expired
+    by: str
+    record: ApprovalRecord | None = None
+
+
+class ApprovalGate:
+    def __init__(self, inp: TaskInput, used_request_ids: set[str]):
+        self.inp = inp
+        self.used_request_ids = used_request_ids
+        self.pending: ApprovalRequest | None = None
+        self.message_ref: str | None = None
+        self.decision: tuple[bool, ApprovalDecision] | None = None
+
+    async def request(
+        self, step: int, call_id: str, tool: str, arguments: dict[str, object], model: str
+    ) -> GateDecision:
+        """Post an approval request and wait for a valid decision or the TTL."""
+        agent = self.inp.agent
+        now = workflow.now()
+        ttl = agent.spec.approvals.ttl_seconds
+        request = ApprovalRequest(
+            request_id=f"apr-{self.inp.task_id[-24:]}-{step}-{call_id[-12:]}",
+            action_id=policy.action_id(tool, arguments),
+            tool=tool,
+            arguments=arguments,
+            approvers=list(agent.spec.approvals.approvers),
+            requested_at_iso=now.isoformat(),
+            expires_at_iso=(now + timedelta(seconds=ttl)).isoformat(),
+            model=model,
+            estimated_cost_usd=0.0,
+        )
+        self.pending = request
+        self.decision = None
+        posted: PostApprovalRequestResult = await workflow.execute_activity(
+            ActivityName.POST_APPROVAL_REQUEST,
+            PostApprovalRequestInput(self.inp.task_id, self.inp.context, request, agent.name),
+            result_type=PostApprovalRequestResult,
+            **SURFACE_OPTIONS,
+        )
+        self.message_ref = posted.message_ref
+        await self.audit(step, f"{call_id}:requested", "approval_requested", tool, arguments, "waiting")
+        try:
+            await workflow.wait_condition(
+                lambda: self.decision is not None, timeout=timedelta(seconds=ttl)
+            )
+        except asyncio.TimeoutError:
+            await self._resolve("expired", None)
+            await self.audit(step, f"{call_id}:expired", "approval_expired", tool, arguments, "expired")
+            return GateDecision("expired", "nobody")
+        assert self.decision is not None
+        approved, decision = self.decision
+        outcome = "approved" if approved else "denied"
+        await self._resolve(outcome, decision.approver)
+        await self.audit(
+            step, f"{call_id}:{outcome}", f"approval_{outcome}", tool, arguments, outcome,
+            approver=decision.approver,
+        )
+        record = ApprovalRecord(
+            request.request_id, request.action_id, decision.approver, workflow.now().isoformat()
+        )
+        return GateDecision(outcome, decision.approver, record if approved else None)
+
+    async def receive(self, decision: ApprovalDecision, approved: bool, now: datetime) -> None:
+        """A decision signal: take it if it is valid for the pending request, else audit why not."""
+        problem = self._problem_with(decision)
+        if problem is None:
+            assert self.pending is not None
+            self.used_request_ids.add(self.pending.request_id)
+            self.decision = (approved, decision)
+            return
+        pending = self.pending
+        await self.audit(
+            0,
+            f"ignored:{decision.request_id}:{decision.approver}:{now.isoformat()}",
+            "approval_ignored",
+            pending.tool if pending else None,
+            None,
+            problem,
+            approver=decision.approver,
+        )
+
+    def _problem_with(self, decision: ApprovalDecision) -> str | None:
+        if decision.request_id in self.used_request_ids:
+            return "this request was already decided"
+        if self.pending is None or self.decision is not None:
+            return "no approval is pending"
+        if decision.request_id != self.pending.request_id:
+            return "the decision is for another request"
+        if decision.action_id != self.pending.action_id:
+            return "the decision is for different arguments than the pending action"
+        if not policy.may_approve(self.inp.agent, decision.approver):
+            return f"{decision.approver} is not an approver of this agent"
+        return None
+
+    async def close(self, outcome: str) -> None:
+        """A finished or cancelled task resolves its pending request as not approved."""
+        if self.pending is not None and self.decision is None:
+            await self._resolve(outcome, None)
+
+    async def _resolve(self, outcome: str, by: str | None) -> None:
+        request = self.pending
+        if request is None:
+            return
+        self.used_request_ids.add(request.request_id)
+        self.pending = None
+        await workflow.execute_activity(
+            ActivityName.RESOLVE_APPROVAL_REQUEST,
+            ResolveApprovalRequestInput(
+                self.inp.task_id, self.inp.context, request, self.message_ref, outcome, by,
+                workflow.now().isoformat(),
+            ),
+            **SURFACE_OPTIONS,
+        )
+
+    async def audit(
+        self,
+        step: int,
+        key: str,
+        kind: str,
+        tool: str | None,
+        arguments: dict[str, object] | None,
+        outcome: str,
+        approver: str | None = None,
+    ) -> None:
+        agent = self.inp.agent
+        await workflow.execute_local_activity(
+            ActivityName.RECORD_AUDIT,
+            AuditEvent(
+                task_id=self.inp.task_id,
+                step=step,
+                key=f"{step}:{key}",
+                agent=agent.name,
+                workspace=agent.workspace,
+                channel=self.inp.context.channel,
+                kind=kind,
+                actor=self.inp.context.user,
+                tool=tool,
+                arguments=arguments,
+                outcome=outcome,
+                approver=approver,
+            ),
+            **LOCAL_OPTIONS,
+        )
