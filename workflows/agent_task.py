@@ -382,7 +382,10 @@ class AgentTaskWorkflow:
             self._set_status(TaskStatus.WAITING_APPROVAL)
             self.last_action = f"waiting for approval of {name}"
             waited_from = workflow.now()
-            decision = await self.gate.request(self.step, call.id, name, check.arguments, self._cheapest_model())
+            decision = await self.gate.request(
+                self.step, call.id, name, check.arguments, self._cheapest_model(),
+                cancelled=lambda: self.cancel_request is not None,
+            )
             self.usage.waited_seconds += (workflow.now() - waited_from).total_seconds()
             self._set_status(TaskStatus.RUNNING)
             self._check_cancelled()

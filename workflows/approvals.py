@@ -9,6 +9,7 @@ continue-as-new), so a replayed decision never executes anything twice.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -32,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
 
 @dataclass
 class GateDecision:
-    outcome: str  # approved | denied | expired
+    outcome: str  # approved | denied | expired | cancelled
     by: str
     record: ApprovalRecord | None = None
 
@@ -46,7 +47,13 @@ class ApprovalGate:
         self.decision: tuple[bool, ApprovalDecision] | None = None
 
     async def request(
-        self, step: int, call_id: str, tool: str, arguments: dict[str, object], model: str
+        self,
+        step: int,
+        call_id: str,
+        tool: str,
+        arguments: dict[str, object],
+        model: str,
+        cancelled: Callable[[], bool],
     ) -> GateDecision:
         """Post an approval request and wait for a valid decision or the TTL."""
         agent = self.inp.agent
@@ -75,13 +82,15 @@ class ApprovalGate:
         await self.audit(step, f"{call_id}:requested", "approval_requested", tool, arguments, "waiting")
         try:
             await workflow.wait_condition(
-                lambda: self.decision is not None, timeout=timedelta(seconds=ttl)
+                lambda: self.decision is not None or cancelled(), timeout=timedelta(seconds=ttl)
             )
         except asyncio.TimeoutError:
             await self._resolve("expired", None)
             await self.audit(step, f"{call_id}:expired", "approval_expired", tool, arguments, "expired")
             return GateDecision("expired", "nobody")
-        assert self.decision is not None
+        if self.decision is None:
+            await self._resolve("cancelled", None)
+            return GateDecision("cancelled", "nobody")
         approved, decision = self.decision
         outcome = "approved" if approved else "denied"
         await self._resolve(outcome, decision.approver)

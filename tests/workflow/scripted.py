@@ -3,6 +3,7 @@ Temporal server with a scripted model and recorded tool calls."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +52,7 @@ class Script:
     resolutions: list[ResolveApprovalRequestInput] = field(default_factory=list)
     audits: list[AuditEvent] = field(default_factory=list)
     tool_output: Callable[[ToolCallInput], str] = lambda inp: f"done {inp.tool}"
+    tool_delay_seconds: float = 0.0  # real time each tool call takes
 
     def activities(self) -> list[Any]:
         script = self
@@ -71,6 +73,7 @@ class Script:
         @activity.defn(name=ActivityName.RUN_TOOL)
         async def run_tool(inp: ToolCallInput) -> ToolCallResult:
             script.tool_calls.append(inp)
+            await asyncio.sleep(script.tool_delay_seconds)
             return ToolCallResult(ok=True, output=script.tool_output(inp))
 
         @activity.defn(name=ActivityName.RECALL)

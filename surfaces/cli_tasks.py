@@ -1,0 +1,199 @@
+"""The CLI surface: `openloop ask`, `approve`, `reply`, `cancel`, `extend`.
+
+Like every surface it only starts or signals workflows; `ask` then follows the task live
+through its `status` and `explain` queries until it finishes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+
+import typer
+from rich.console import Console
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError
+
+from activities.agent_store import get_agent
+from activities.db import get_pool
+from config.settings import Settings
+from surfaces.client import connect
+from surfaces.tasks import start_task, task_id_for
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.types import (
+    ApprovalDecision,
+    BudgetExtension,
+    CancelRequest,
+    SurfaceContext,
+    TaskResult,
+    TaskStatus,
+    UserMessage,
+)
+
+console = Console()
+POLL_SECONDS = 0.5
+
+
+def default_user() -> str:
+    """Who the CLI acts as: OPENLOOP_USER, else `cli:local`, the approver the examples name."""
+    return os.environ.get("OPENLOOP_USER") or "cli:local"
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def ask(
+        agent: str = typer.Argument(..., help="The agent's name"),
+        text: str = typer.Argument(..., help="What to ask"),
+        channel: str = typer.Option("cli", "--channel", "-c", help="Memory channel for this task"),
+        kind: str = typer.Option("chat", "--kind", help="Task kind for model routing"),
+        user: str = typer.Option(default_user(), "--as", help="Who is asking"),
+        follow: bool = typer.Option(True, "--follow/--no-follow", help="Follow the task live"),
+    ) -> None:
+        """Start a task and follow it: steps, approval prompts, the final reply."""
+        result = asyncio.run(_ask(agent, text, channel, kind, user, follow))
+        if result is not None and result.status != TaskStatus.SUCCESS:
+            raise typer.Exit(1)
+
+    @app.command()
+    def approve(
+        task_id: str,
+        deny: bool = typer.Option(False, "--deny", help="Deny instead of approve"),
+        user: str = typer.Option(default_user(), "--as", help="Approver identity"),
+    ) -> None:
+        """Approve (or deny) the action a task is waiting on."""
+        asyncio.run(_decide(task_id, user, not deny))
+
+    @app.command()
+    def reply(task_id: str, text: str, user: str = typer.Option(default_user(), "--as")) -> None:
+        """Answer a task that asked a question (a follow-up joins the running task)."""
+        asyncio.run(_signal(task_id, AgentTaskWorkflow.user_message, UserMessage(user, text)))
+        console.print(f"Sent to {task_id}.")
+
+    @app.command()
+    def cancel(task_id: str, reason: str = typer.Option("", "--reason"), user: str = typer.Option(default_user(), "--as")) -> None:
+        """Cancel a task; a pending approval is resolved as not approved."""
+        asyncio.run(_signal(task_id, AgentTaskWorkflow.cancel, CancelRequest(user, reason)))
+        console.print(f"Cancel requested for {task_id}.")
+
+    @app.command()
+    def extend(
+        task_id: str,
+        usd: float = typer.Option(0.0, "--usd"),
+        tokens: int = typer.Option(0, "--tokens"),
+        iterations: int = typer.Option(0, "--iterations"),
+        user: str = typer.Option(default_user(), "--as", help="An approver of the agent"),
+    ) -> None:
+        """Raise a paused task's per-task ceiling; it resumes where it stopped."""
+        if usd <= 0 and tokens <= 0 and iterations <= 0:
+            console.print("[red]Give at least one of --usd, --tokens, --iterations.[/]")
+            raise typer.Exit(2)
+        asyncio.run(
+            _signal(task_id, AgentTaskWorkflow.extend_budget, BudgetExtension(user, usd, tokens, iterations))
+        )
+        console.print(f"Extension sent to {task_id} (only an approver's extension counts).")
+
+
+async def _client(settings: Settings) -> Client:
+    try:
+        return await connect(settings)
+    except RuntimeError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+
+
+async def _ask(agent_name: str, text: str, channel: str, kind: str, user: str, follow: bool) -> TaskResult | None:
+    settings = Settings.from_env()
+    try:
+        pool = await get_pool(settings.require_database_url())
+    except RuntimeError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    stored = await get_agent(pool, agent_name)
+    if stored is None:
+        console.print(f"[red]No agent named {agent_name!r}.[/] Apply one: openloop agents apply -f FILE")
+        raise typer.Exit(2)
+    client = await _client(settings)
+    context = SurfaceContext(surface="cli", channel=channel, user=user, event_id=uuid.uuid4().hex)
+    handle, _ = await start_task(
+        client, settings, stored, context, text, task_id=task_id_for("cli", context.event_id or ""), task_kind=kind
+    )
+    console.print(f"[bold]Task[/] {handle.id}  (agent {stored.name} v{stored.version})")
+    console.print(f"  Web UI: http://localhost:{settings.temporal_ui_port}/namespaces/{settings.namespace}/workflows/{handle.id}")
+    if not follow:
+        return None
+    return await follow_task(handle, console, interactive=sys.stdin.isatty(), user=user)
+
+
+async def follow_task(
+    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult], out: Console, *, interactive: bool, user: str
+) -> TaskResult:
+    """Print each new step as it happens; prompt for approval when the task waits on one."""
+    seen = 0
+    prompted: set[str] = set()
+    result_task = asyncio.create_task(handle.result())
+    while not result_task.done():
+        try:
+            explanation = await handle.query(AgentTaskWorkflow.explain)
+            status = await handle.query(AgentTaskWorkflow.status)
+        except RPCError:
+            await asyncio.sleep(POLL_SECONDS)
+            continue
+        for record in explanation.steps[seen:]:
+            cost = f"  ${record.cost_usd:.4f}" if record.cost_usd else ""
+            out.print(f"  [dim]step {record.step}[/] {record.kind:<8} {record.summary}{cost}")
+        seen = len(explanation.steps)
+        pending = status.pending_approval
+        if pending is not None and pending.request_id not in prompted:
+            prompted.add(pending.request_id)
+            out.print(
+                f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {pending.arguments}\n"
+                f"  approvers: {', '.join(pending.approvers)}; expires {pending.expires_at_iso}\n"
+                f"  approve: openloop approve {handle.id} --as APPROVER   deny: add --deny"
+            )
+            if interactive and user in pending.approvers:
+                answer = await asyncio.to_thread(
+                    typer.confirm, f"Approve {pending.tool} as {user}?", default=False
+                )
+                decision = ApprovalDecision(pending.request_id, pending.action_id, user)
+                await handle.signal(AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision)
+        if status.status == TaskStatus.WAITING_USER and status.reply and "asked" not in prompted:
+            prompted.add("asked")
+            out.print(f"[cyan]The agent asks:[/] {status.reply}\n  answer: openloop reply {handle.id} \"…\"")
+        await asyncio.wait({result_task}, timeout=POLL_SECONDS)
+    result = result_task.result()
+    colour = "green" if result.status == TaskStatus.SUCCESS else "red"
+    out.print(f"\n{result.reply}\n")
+    out.print(f"[{colour}]{result.status.value}[/] — {result.reason}; {result.steps} steps, "
+              f"{result.usage.tokens} tokens, ${result.usage.cost_usd:.4f}")
+    if result.status != TaskStatus.SUCCESS:
+        out.print(f"Next: {result.next_action}")
+    return result
+
+
+async def _decide(task_id: str, user: str, approved: bool) -> None:
+    client = await _client(Settings.from_env())
+    handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
+    status = await handle.query(AgentTaskWorkflow.status)
+    pending = status.pending_approval
+    if pending is None:
+        console.print(f"[red]{task_id} is not waiting for an approval[/] (status {status.status.value}).")
+        raise typer.Exit(1)
+    if user not in pending.approvers:
+        console.print(f"[red]{user} may not approve this[/]; approvers: {', '.join(pending.approvers)}")
+        raise typer.Exit(1)
+    decision = ApprovalDecision(pending.request_id, pending.action_id, user)
+    await handle.signal(AgentTaskWorkflow.approve if approved else AgentTaskWorkflow.deny, decision)
+    console.print(f"{'Approved' if approved else 'Denied'} {pending.tool} {pending.arguments} as {user}.")
+
+
+async def _signal(task_id: str, signal: object, arg: object) -> None:
+    client = await _client(Settings.from_env())
+    handle = client.get_workflow_handle(task_id)
+    try:
+        await handle.signal(signal, arg)  # type: ignore[arg-type]
+    except RPCError as exc:
+        console.print(f"[red]Cannot reach task {task_id}:[/] {exc.message}")
+        raise typer.Exit(1) from None
+

@@ -1,0 +1,160 @@
+"""`openloop up`: the whole stack on one machine, nothing to install by hand.
+
+Starts PostgreSQL + pgvector (pgserver) and the Temporal dev server (Web UI included) with
+their data under the state dir, applies migrations, applies the shipped example agents on
+first run, then runs the worker and the HTTP surfaces server in this process. Ctrl-C or
+SIGTERM stops every child it started; a second `up` with the same state dir keeps all data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from rich.console import Console
+
+from activities.agent_store import apply_agent, list_agents
+from activities.db import apply_migrations_async, close_pools, get_pool
+from config.loader import EXAMPLES_DIR, load_agent_file
+from config.settings import Settings, write_stack_file
+from surfaces.app import create_app
+from surfaces.client import connect
+from workers.embedded import EmbeddedPostgres, TemporalDevServer
+from workers.worker import build_worker
+
+
+@dataclass
+class Stack:
+    settings: Settings
+    console: Console
+    postgres: EmbeddedPostgres | None = None
+    temporal: TemporalDevServer | None = None
+    database_url: str = ""
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def ui_url(self) -> str:
+        return f"http://127.0.0.1:{self.settings.temporal_ui_port}"
+
+    def start_services(self, progress: Callable[[str], None]) -> None:
+        state = self.settings.state_dir.resolve()
+        state.mkdir(parents=True, exist_ok=True)
+        external = os.environ.get("OPENLOOP_DATABASE_URL")
+        if external:
+            self.database_url = external
+            progress("using the database at OPENLOOP_DATABASE_URL")
+        else:
+            progress("starting PostgreSQL 16 + pgvector")
+            self.postgres = EmbeddedPostgres(state / "pg")
+            self.database_url = self.postgres.start()
+        progress("starting the Temporal dev server and Web UI")
+        port = int(self.settings.temporal_address.rsplit(":", 1)[1])
+        self.temporal = TemporalDevServer(
+            port=port,
+            ui_port=self.settings.temporal_ui_port,
+            db_file=state / "temporal.db",
+            log_file=state / "logs" / "temporal.log",
+            namespace=self.settings.namespace,
+        )
+        self.temporal.start()
+        self.temporal.wait_healthy()
+
+    def stop_services(self) -> None:
+        if self.temporal is not None:
+            self.temporal.stop()
+        if self.postgres is not None:
+            self.postgres.stop()
+
+
+async def apply_examples_on_first_run(database_url: str) -> list[str]:
+    """An empty database gets the shipped example agents, so `openloop ask helper` just works."""
+    pool = await get_pool(database_url)
+    if await list_agents(pool):
+        return []
+    applied = []
+    for path in sorted(Path(EXAMPLES_DIR).glob("*.yaml")):
+        stored, _ = await apply_agent(pool, load_agent_file(path), source=str(path), applied_by="openloop up")
+        applied.append(stored.name)
+    return applied
+
+
+async def run_stack(settings: Settings, console: Console, on_ready: Callable[[Stack], object] | None = None) -> None:
+    stack = Stack(settings, console)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stack.stopping.set)
+    try:
+        with console.status("Starting OpenLoop…") as status:
+            def progress(text: str) -> None:
+                status.update(f"{text}…")
+                console.log(text)
+
+            await asyncio.to_thread(stack.start_services, progress)
+            progress("applying database migrations")
+            applied = await apply_migrations_async(stack.database_url)
+            if applied:
+                console.log(f"applied {', '.join(applied)}")
+            settings = settings.model_copy(update={"database_url": stack.database_url})
+            examples = await apply_examples_on_first_run(stack.database_url)
+            if examples:
+                console.log(f"applied example agents: {', '.join(examples)}")
+            progress("connecting the worker")
+            client = await connect(settings)
+            await _ensure_schedules(client, settings)
+            worker = build_worker(client, settings)
+            server = uvicorn.Server(
+                uvicorn.Config(
+                    create_app(settings, client),
+                    host=settings.http_host,
+                    port=settings.http_port,
+                    log_level="warning",
+                    lifespan="off",
+                )
+            )
+            server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        write_stack_file(
+            settings.state_dir,
+            {
+                "database_url": stack.database_url,
+                "temporal_address": settings.temporal_address,
+                "web_ui": stack.ui_url,
+                "http": f"http://{settings.http_address}",
+            },
+        )
+        console.print(
+            f"[bold green]OpenLoop is up.[/]\n"
+            f"  Temporal   {settings.temporal_address} (namespace {settings.namespace})\n"
+            f"  Web UI     {stack.ui_url}\n"
+            f"  HTTP       http://{settings.http_address}  (/healthz, /readyz, /slack/events, /github/webhook)\n"
+            f"  Postgres   {'embedded, data in ' + str(settings.state_dir / 'pg') if stack.postgres else 'external'}\n"
+            f"Try: [bold]openloop ask helper \"remember that we chose Postgres 16 for the ledger\"[/]\n"
+            f"Stop with Ctrl-C."
+        )
+        async with worker:
+            serve = asyncio.create_task(server.serve())
+            if on_ready is not None:
+                result = on_ready(stack)
+                if asyncio.iscoroutine(result):
+                    await result
+            await stack.stopping.wait()
+            console.log("stopping…")
+            server.should_exit = True
+            await serve
+    finally:
+        await close_pools()
+        await asyncio.to_thread(stack.stop_services)
+        with contextlib.suppress(OSError):
+            (settings.state_dir / "stack.json").unlink()
+        console.log("stopped")
+
+
+async def _ensure_schedules(client: object, settings: Settings) -> None:
+    from workers.schedules import ensure_retention_schedule
+
+    await ensure_retention_schedule(client, settings.task_queue)  # type: ignore[arg-type]
