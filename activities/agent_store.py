@@ -59,7 +59,8 @@ async def apply_agent(
     async with pool.connection() as conn, conn.transaction():
         # Serialise applies of the same agent so two never take the same version number.
         await conn.execute(
-            "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"agent:{config.workspace}/{config.name}",)
+            "SELECT pg_advisory_xact_lock(hashtext(%s))",
+            (f"agent:{config.workspace}/{config.name}",),
         )
         cursor = await conn.execute(
             "SELECT * FROM agents WHERE workspace = %s AND name = %s ORDER BY version DESC LIMIT 1",

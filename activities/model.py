@@ -107,7 +107,9 @@ async def _ask_with_fallbacks(
         raise retryable[0]
     if failures:
         raise failures[0]
-    raise ApplicationError("the model policy names no model", type="ModelBadRequest", non_retryable=True)
+    raise ApplicationError(
+        "the model policy names no model", type="ModelBadRequest", non_retryable=True
+    )
 
 
 async def _ask(
@@ -116,7 +118,9 @@ async def _ask(
     if model.startswith("offline/"):
         reply = offline_model.respond(messages, inp.tool_names)
         prompt_tokens = estimate_tokens(messages)
-        completion_tokens = estimate_tokens([{"content": reply.text, "tool_calls": reply.tool_calls}])
+        completion_tokens = estimate_tokens(
+            [{"content": reply.text, "tool_calls": reply.tool_calls}]
+        )
         return ModelCallResult(
             text=reply.text,
             tool_calls=reply.tool_calls,
@@ -176,4 +180,3 @@ async def _heartbeat() -> None:
     while True:
         activity.heartbeat()
         await asyncio.sleep(HEARTBEAT_EVERY_SECONDS)
-

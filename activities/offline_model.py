@@ -58,7 +58,9 @@ def _decision_text(messages: list[dict[str, Any]], request: str) -> str:
             for line in str(message.get("content") or "").splitlines():
                 if _DECISION.search(line):
                     return line.split(": ", 1)[-1].strip()
-    stripped = re.sub(r"(?i)\b(please|remember|capture|save|note)( that| the decision)?\b", "", request)
+    stripped = re.sub(
+        r"(?i)\b(please|remember|capture|save|note)( that| the decision)?\b", "", request
+    )
     return stripped.strip(" .") or request
 
 
@@ -86,9 +88,17 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
         return _call(messages, "slack.read_thread", {})
     if "memory.save" in tools and wants_save and not _called(messages, "memory.save"):
         return _call(messages, "memory.save", {"content": _decision_text(messages, request)})
-    if "memory.search" in tools and "what did we decide" in lowered and not _called(messages, "memory.search"):
+    if (
+        "memory.search" in tools
+        and "what did we decide" in lowered
+        and not _called(messages, "memory.search")
+    ):
         return _call(messages, "memory.search", {"query": request})
-    if "github.create_issue" in tools and (wants_issue or said_yes) and not _called(messages, "github.create_issue"):
+    if (
+        "github.create_issue" in tools
+        and (wants_issue or said_yes)
+        and not _called(messages, "github.create_issue")
+    ):
         repo_match = _REPO.search(request) or _REPO.search(system)
         if repo_match:
             title = _decision_text(messages, request)[:80]
@@ -105,9 +115,15 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     else:
         remembered = system.split("What you remember here:", 1)
         parts.append(
-            "What I remember here:" + remembered[1] if len(remembered) > 1 else f"You asked: {request[:300]}"
+            "What I remember here:" + remembered[1]
+            if len(remembered) > 1
+            else f"You asked: {request[:300]}"
         )
-    offer_issue = "github.create_issue" in tools and wants_save and not _called(messages, "github.create_issue")
+    offer_issue = (
+        "github.create_issue" in tools
+        and wants_save
+        and not _called(messages, "github.create_issue")
+    )
     text = "\n".join(parts)
     if offer_issue:
         text += "\nOpen a GitHub issue to track it?"

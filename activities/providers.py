@@ -111,7 +111,10 @@ def classify_error(model: str, exc: Exception) -> ApplicationError:
 
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
-    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError) or status in (401, 403):
+    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError) or status in (
+        401,
+        403,
+    ):
         return ApplicationError(
             f"{model}: the provider rejected the credentials; check the API key for this provider",
             type="ModelAuthError",

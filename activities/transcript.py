@@ -21,7 +21,9 @@ TOOL_OUTPUT_PREVIEW_CHARS = 2000  # more than this is stored and referenced, not
 
 def message_to_row(message: ChatMessage) -> dict[str, Any]:
     row = asdict(message)
-    row["tool_calls"] = [asdict(call) if not isinstance(call, dict) else call for call in message.tool_calls]
+    row["tool_calls"] = [
+        asdict(call) if not isinstance(call, dict) else call for call in message.tool_calls
+    ]
     return row
 
 
@@ -40,7 +42,9 @@ async def append(
     return seq
 
 
-async def resolve_refs(conn: AsyncConnection[Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def resolve_refs(
+    conn: AsyncConnection[Any], messages: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Replace previews of large tool outputs with their full stored content."""
     resolved = []
     for message in messages:
@@ -72,7 +76,9 @@ async def load_one(conn: AsyncConnection[Any], task_id: str, seq: int) -> dict[s
     return dict(row["message"]) if row else None
 
 
-async def store_tool_output(conn: AsyncConnection[Any], ref: str, task_id: str, content: str) -> None:
+async def store_tool_output(
+    conn: AsyncConnection[Any], ref: str, task_id: str, content: str
+) -> None:
     await conn.execute(
         "INSERT INTO tool_outputs (ref, task_id, content) VALUES (%s, %s, %s)"
         " ON CONFLICT (ref) DO UPDATE SET content = EXCLUDED.content",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 
-
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -68,7 +67,13 @@ async def _health(settings: Settings) -> list[tuple[str, str, str]]:
     except Exception as exc:  # noqa: BLE001 - a health report, never a traceback
         results.append(("temporal", settings.temporal_address, f"down ({type(exc).__name__})"))
     ui = f"127.0.0.1:{settings.temporal_ui_port}"
-    results.append(("web ui", f"http://{ui}", "ok" if port_open("127.0.0.1", settings.temporal_ui_port) else "down"))
+    results.append(
+        (
+            "web ui",
+            f"http://{ui}",
+            "ok" if port_open("127.0.0.1", settings.temporal_ui_port) else "down",
+        )
+    )
     if settings.database_url:
         try:
             import psycopg
@@ -77,7 +82,9 @@ async def _health(settings: Settings) -> list[tuple[str, str, str]]:
                 conn.execute("SELECT 1")
             results.append(("postgres", _redact(settings.database_url), "ok"))
         except Exception as exc:  # noqa: BLE001
-            results.append(("postgres", _redact(settings.database_url), f"down ({type(exc).__name__})"))
+            results.append(
+                ("postgres", _redact(settings.database_url), f"down ({type(exc).__name__})")
+            )
     else:
         results.append(("postgres", "-", "not configured (run `openloop up`)"))
     try:
@@ -98,5 +105,3 @@ def _redact(url: str) -> str:
         user = credentials.split(":", 1)[0]
         return f"{scheme}://{user}:***@{host}" if ":" in credentials else url
     return url
-
-

@@ -72,7 +72,11 @@ def register(app: typer.Typer) -> None:
         console.print(f"Sent to {task_id}.")
 
     @app.command()
-    def cancel(task_id: str, reason: str = typer.Option("", "--reason"), user: str = typer.Option(default_user(), "--as")) -> None:
+    def cancel(
+        task_id: str,
+        reason: str = typer.Option("", "--reason"),
+        user: str = typer.Option(default_user(), "--as"),
+    ) -> None:
         """Cancel a task; a pending approval is resolved as not approved."""
         asyncio.run(_signal(task_id, AgentTaskWorkflow.cancel, CancelRequest(user, reason)))
         console.print(f"Cancel requested for {task_id}.")
@@ -90,7 +94,11 @@ def register(app: typer.Typer) -> None:
             console.print("[red]Give at least one of --usd, --tokens, --iterations.[/]")
             raise typer.Exit(2)
         asyncio.run(
-            _signal(task_id, AgentTaskWorkflow.extend_budget, BudgetExtension(user, usd, tokens, iterations))
+            _signal(
+                task_id,
+                AgentTaskWorkflow.extend_budget,
+                BudgetExtension(user, usd, tokens, iterations),
+            )
         )
         console.print(f"Extension sent to {task_id} (only an approver's extension counts).")
 
@@ -103,7 +111,9 @@ async def _client(settings: Settings) -> Client:
         raise typer.Exit(2) from None
 
 
-async def _ask(agent_name: str, text: str, channel: str, kind: str, user: str, follow: bool) -> TaskResult | None:
+async def _ask(
+    agent_name: str, text: str, channel: str, kind: str, user: str, follow: bool
+) -> TaskResult | None:
     settings = Settings.from_env()
     try:
         pool = await get_pool(settings.require_database_url())
@@ -112,22 +122,36 @@ async def _ask(agent_name: str, text: str, channel: str, kind: str, user: str, f
         raise typer.Exit(2) from None
     stored = await get_agent(pool, agent_name)
     if stored is None:
-        console.print(f"[red]No agent named {agent_name!r}.[/] Apply one: openloop agents apply -f FILE")
+        console.print(
+            f"[red]No agent named {agent_name!r}.[/] Apply one: openloop agents apply -f FILE"
+        )
         raise typer.Exit(2)
     client = await _client(settings)
     context = SurfaceContext(surface="cli", channel=channel, user=user, event_id=uuid.uuid4().hex)
     handle, _ = await start_task(
-        client, settings, stored, context, text, task_id=task_id_for("cli", context.event_id or ""), task_kind=kind
+        client,
+        settings,
+        stored,
+        context,
+        text,
+        task_id=task_id_for("cli", context.event_id or ""),
+        task_kind=kind,
     )
     console.print(f"[bold]Task[/] {handle.id}  (agent {stored.name} v{stored.version})")
-    console.print(f"  Web UI: http://localhost:{settings.temporal_ui_port}/namespaces/{settings.namespace}/workflows/{handle.id}")
+    console.print(
+        f"  Web UI: http://localhost:{settings.temporal_ui_port}/namespaces/{settings.namespace}/workflows/{handle.id}"
+    )
     if not follow:
         return None
     return await follow_task(handle, console, interactive=sys.stdin.isatty(), user=user)
 
 
 async def follow_task(
-    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult], out: Console, *, interactive: bool, user: str
+    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult],
+    out: Console,
+    *,
+    interactive: bool,
+    user: str,
 ) -> TaskResult:
     """Print each new step as it happens; prompt for approval when the task waits on one."""
     seen = 0
@@ -157,16 +181,22 @@ async def follow_task(
                     typer.confirm, f"Approve {pending.tool} as {user}?", default=False
                 )
                 decision = ApprovalDecision(pending.request_id, pending.action_id, user)
-                await handle.signal(AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision)
+                await handle.signal(
+                    AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision
+                )
         if status.status == TaskStatus.WAITING_USER and status.reply and "asked" not in prompted:
             prompted.add("asked")
-            out.print(f"[cyan]The agent asks:[/] {status.reply}\n  answer: openloop reply {handle.id} \"…\"")
+            out.print(
+                f'[cyan]The agent asks:[/] {status.reply}\n  answer: openloop reply {handle.id} "…"'
+            )
         await asyncio.wait({result_task}, timeout=POLL_SECONDS)
     result = result_task.result()
     colour = "green" if result.status == TaskStatus.SUCCESS else "red"
     out.print(f"\n{result.reply}\n")
-    out.print(f"[{colour}]{result.status.value}[/] — {result.reason}; {result.steps} steps, "
-              f"{result.usage.tokens} tokens, ${result.usage.cost_usd:.4f}")
+    out.print(
+        f"[{colour}]{result.status.value}[/] — {result.reason}; {result.steps} steps, "
+        f"{result.usage.tokens} tokens, ${result.usage.cost_usd:.4f}"
+    )
     if result.status != TaskStatus.SUCCESS:
         out.print(f"Next: {result.next_action}")
     return result
@@ -178,14 +208,20 @@ async def _decide(task_id: str, user: str, approved: bool) -> None:
     status = await handle.query(AgentTaskWorkflow.status)
     pending = status.pending_approval
     if pending is None:
-        console.print(f"[red]{task_id} is not waiting for an approval[/] (status {status.status.value}).")
+        console.print(
+            f"[red]{task_id} is not waiting for an approval[/] (status {status.status.value})."
+        )
         raise typer.Exit(1)
     if user not in pending.approvers:
-        console.print(f"[red]{user} may not approve this[/]; approvers: {', '.join(pending.approvers)}")
+        console.print(
+            f"[red]{user} may not approve this[/]; approvers: {', '.join(pending.approvers)}"
+        )
         raise typer.Exit(1)
     decision = ApprovalDecision(pending.request_id, pending.action_id, user)
     await handle.signal(AgentTaskWorkflow.approve if approved else AgentTaskWorkflow.deny, decision)
-    console.print(f"{'Approved' if approved else 'Denied'} {pending.tool} {pending.arguments} as {user}.")
+    console.print(
+        f"{'Approved' if approved else 'Denied'} {pending.tool} {pending.arguments} as {user}."
+    )
 
 
 async def _signal(task_id: str, signal: object, arg: object) -> None:
@@ -196,4 +232,3 @@ async def _signal(task_id: str, signal: object, arg: object) -> None:
     except RPCError as exc:
         console.print(f"[red]Cannot reach task {task_id}:[/] {exc.message}")
         raise typer.Exit(1) from None
-

@@ -27,13 +27,24 @@ async def run_demo(stack: object, console: Console) -> None:
     pool = await get_pool(settings.require_database_url())
     agent = await get_agent(pool, "helper")
     if agent is None:
-        console.print("[red]The demo needs the `helper` agent: openloop agents apply -f config/agents/minimal.yaml[/]")
+        console.print(
+            "[red]The demo needs the `helper` agent: openloop agents apply -f config/agents/minimal.yaml[/]"
+        )
         return
     client = await connect(settings)
-    context = SurfaceContext(surface="cli", channel="demo", user="cli:local", event_id=uuid.uuid4().hex)
+    context = SurfaceContext(
+        surface="cli", channel="demo", user="cli:local", event_id=uuid.uuid4().hex
+    )
     handle, _ = await start_task(
-        client, settings, agent, context, DEMO_REQUEST, task_id=task_id_for("cli", context.event_id or "")
+        client,
+        settings,
+        agent,
+        context,
+        DEMO_REQUEST,
+        task_id=task_id_for("cli", context.event_id or ""),
     )
     console.print(f"[bold]Demo task[/] {handle.id}: {DEMO_REQUEST}")
     await follow_task(handle, console, interactive=sys.stdin.isatty(), user="cli:local")
-    console.print("The stack stays up: try `openloop ask helper \"what did we decide?\"`. Ctrl-C stops it.")
+    console.print(
+        'The stack stays up: try `openloop ask helper "what did we decide?"`. Ctrl-C stops it.'
+    )

@@ -78,19 +78,24 @@ async def apply_examples_on_first_run(database_url: str) -> list[str]:
     if await list_agents(pool):
         return []
     applied = []
-    for path in sorted(Path(EXAMPLES_DIR).glob("*.yaml")):
-        stored, _ = await apply_agent(pool, load_agent_file(path), source=str(path), applied_by="openloop up")
+    for path in await asyncio.to_thread(lambda: sorted(Path(EXAMPLES_DIR).glob("*.yaml"))):
+        stored, _ = await apply_agent(
+            pool, load_agent_file(path), source=str(path), applied_by="openloop up"
+        )
         applied.append(stored.name)
     return applied
 
 
-async def run_stack(settings: Settings, console: Console, on_ready: Callable[[Stack], object] | None = None) -> None:
+async def run_stack(
+    settings: Settings, console: Console, on_ready: Callable[[Stack], object] | None = None
+) -> None:
     stack = Stack(settings, console)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stack.stopping.set)
     try:
         with console.status("Starting OpenLoop…") as status:
+
             def progress(text: str) -> None:
                 status.update(f"{text}…")
                 console.log(text)
@@ -127,13 +132,16 @@ async def run_stack(settings: Settings, console: Console, on_ready: Callable[[St
                 "http": f"http://{settings.http_address}",
             },
         )
+        postgres_where = (
+            f"embedded, data in {settings.state_dir / 'pg'}" if stack.postgres else "external"
+        )
         console.print(
             f"[bold green]OpenLoop is up.[/]\n"
             f"  Temporal   {settings.temporal_address} (namespace {settings.namespace})\n"
             f"  Web UI     {stack.ui_url}\n"
-            f"  HTTP       http://{settings.http_address}  (/healthz, /readyz, /slack/events, /github/webhook)\n"
-            f"  Postgres   {'embedded, data in ' + str(settings.state_dir / 'pg') if stack.postgres else 'external'}\n"
-            f"Try: [bold]openloop ask helper \"remember that we chose Postgres 16 for the ledger\"[/]\n"
+            f"  HTTP       http://{settings.http_address}  (/healthz, /readyz, /slack/events, …)\n"
+            f"  Postgres   {postgres_where}\n"
+            f'Try: [bold]openloop ask helper "remember that we chose Postgres 16 for the ledger"[/]\n'
             f"Stop with Ctrl-C."
         )
         async with worker:

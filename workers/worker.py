@@ -10,6 +10,7 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
+from workflows.retention import MemoryRetentionWorkflow
 
 from activities import ledger, memory
 from activities.model import call_model
@@ -23,7 +24,6 @@ from activities.tools.runner import run_tool
 from config.settings import Settings
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.retention import MemoryRetentionWorkflow
 
 # Defaults sized for a 2-core machine; production overrides them by environment.
 MAX_CONCURRENT_ACTIVITIES = 100

@@ -18,6 +18,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import budget, policy, search
+    from workflows.activity_options import (
+        LOCAL_OPTIONS,
+        MODEL_OPTIONS,
+        SURFACE_OPTIONS,
+        TOOL_OPTIONS,
+    )
     from workflows.approvals import ApprovalGate
     from workflows.outcomes import next_action, status_line
     from workflows.tool_catalog import NATIVE_TOOLS, catalog_tool_name, model_tool_name
@@ -47,12 +53,6 @@ with workflow.unsafe.imports_passed_through():
         ToolCallResult,
         TranscriptView,
         UserMessage,
-    )
-    from workflows.activity_options import (
-        LOCAL_OPTIONS,
-        MODEL_OPTIONS,
-        SURFACE_OPTIONS,
-        TOOL_OPTIONS,
     )
 
 MAX_CONTINUATIONS = 3  # a reply cut off by the output limit is continued this many times
@@ -88,7 +88,7 @@ class AgentTaskWorkflow:
         self.continuations = carried.continuations if carried else 0
         self.runs = carried.runs if carried else 1
         self.steps: list[StepRecord] = []
-        self.status = TaskStatus.RUNNING
+        self.task_status = TaskStatus.RUNNING
         self.last_action = "starting"
         self.reply = ""
         self.last_prompt_tokens = 0
@@ -135,7 +135,7 @@ class AgentTaskWorkflow:
         return TaskStatusView(
             task_id=self.inp.task_id,
             agent=self.agent.name,
-            status=self.status,
+            status=self.task_status,
             step=self.step,
             last_action=self.last_action,
             usage=self.usage,
@@ -148,9 +148,9 @@ class AgentTaskWorkflow:
     def explain(self) -> Explanation:
         return Explanation(
             task_id=self.inp.task_id,
-            status=self.status,
+            status=self.task_status,
             reason=self.decisions[-1] if self.decisions else "",
-            next_action=next_action(self.status, self.inp.task_id) if self.status.finished else "",
+            next_action=next_action(self.task_status, self.inp.task_id) if self.task_status.finished else "",
             steps=list(self.steps),
             decisions=list(self.decisions),
         )
@@ -161,7 +161,9 @@ class AgentTaskWorkflow:
     async def run(self, inp: TaskInput) -> TaskResult:
         if not self.started_at_iso:
             self.started_at_iso = workflow.now().isoformat()
-            self._decide(f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}")
+            self._decide(
+                f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}"
+            )
             await self._begin()
         try:
             status, reason = await self._loop()
@@ -182,7 +184,12 @@ class AgentTaskWorkflow:
         )
         memories = await workflow.execute_local_activity(
             ActivityName.RECALL,
-            RecallInput(self._memory_scope(), self.inp.request, self.agent.spec.memory.recall_k, self.inp.task_id),
+            RecallInput(
+                self._memory_scope(),
+                self.inp.request,
+                self.agent.spec.memory.recall_k,
+                self.inp.task_id,
+            ),
             result_type=RecallResult,
             **LOCAL_OPTIONS,
         )
@@ -192,7 +199,8 @@ class AgentTaskWorkflow:
         system = (
             f"{self.agent.spec.instructions.strip()}\n\n"
             f"You are the agent '{self.agent.name}' answering {context.user} on {context.surface}"
-            f" in {context.channel}." + (f"\n\nWhat you remember here:\n{recalled}" if recalled else "")
+            f" in {context.channel}."
+            + (f"\n\nWhat you remember here:\n{recalled}" if recalled else "")
         )
         self.pending = [
             ChatMessage(role="system", content=system),
@@ -205,7 +213,10 @@ class AgentTaskWorkflow:
         steps_this_run = 0
         while True:
             self._check_cancelled()
-            if steps_this_run >= self.inp.max_steps_per_run or workflow.info().is_continue_as_new_suggested():
+            if (
+                steps_this_run >= self.inp.max_steps_per_run
+                or workflow.info().is_continue_as_new_suggested()
+            ):
                 await self._continue_as_new()
             await self._enforce_ceilings()
             result = await self._call_model()
@@ -239,14 +250,18 @@ class AgentTaskWorkflow:
 
     # Model ---------------------------------------------------------------------------------
 
-    async def _call_model(self, *, purpose: str = "step", allow_tools: bool = True) -> ModelCallResult:
+    async def _call_model(
+        self, *, purpose: str = "step", allow_tools: bool = True
+    ) -> ModelCallResult:
         ceilings = budget.Ceilings.for_agent(self.agent, self.usage)
         if purpose == "step" and budget.should_wrap_up(ceilings, self.usage):
             self.pending.append(
                 ChatMessage("user", "You are close to your step limit: wrap up and answer now.")
             )
         self.step += 1
-        tools = [t.name for t in self.agent.spec.tools if t.name in NATIVE_TOOLS] if allow_tools else []
+        tools = (
+            [t.name for t in self.agent.spec.tools if t.name in NATIVE_TOOLS] if allow_tools else []
+        )
         window = self.agent.spec.model_policy.context_window or DEFAULT_CONTEXT_WINDOW
         if purpose == "step" and self.last_prompt_tokens > COMPACT_AT_SHARE * window:
             await self._summarise_conversation()
@@ -288,7 +303,9 @@ class AgentTaskWorkflow:
             return await self._call_model(purpose=purpose, allow_tools=allow_tools)
         return result
 
-    def _model_input(self, purpose: str, tools: list[str], ceilings: budget.Ceilings) -> ModelCallInput:
+    def _model_input(
+        self, purpose: str, tools: list[str], ceilings: budget.Ceilings
+    ) -> ModelCallInput:
         return ModelCallInput(
             task_id=self.inp.task_id,
             step=self.step,
@@ -341,8 +358,11 @@ class AgentTaskWorkflow:
         if hit.ceiling == "iterations" and not self.reply:
             # Iterations ran out mid-task: one last call without tools writes a summary.
             self.pending.append(
-                ChatMessage("user", "You have no steps left. Without tools, summarise what you "
-                            "did, what you found and what is left to do.")
+                ChatMessage(
+                    "user",
+                    "You have no steps left. Without tools, summarise what you "
+                    "did, what you found and what is left to do.",
+                )
             )
             final = await self._call_model(purpose="final", allow_tools=False)
             self.reply = final.text
@@ -354,8 +374,10 @@ class AgentTaskWorkflow:
         """Report BUDGET_EXHAUSTED and wait for an approver to extend it, up to the approval TTL."""
         before = budget.Ceilings.for_agent(self.agent, self.usage)
         self._set_status(TaskStatus.WAITING_BUDGET)
-        await self._post(status_line(TaskStatus.BUDGET_EXHAUSTED, hit.reason) + f"\n{hit.next_action}",
-                         TaskStatus.BUDGET_EXHAUSTED)
+        await self._post(
+            status_line(TaskStatus.BUDGET_EXHAUSTED, hit.reason) + f"\n{hit.next_action}",
+            TaskStatus.BUDGET_EXHAUSTED,
+        )
         extended = await self._wait_human(
             lambda: budget.Ceilings.for_agent(self.agent, self.usage) != before,
             self.agent.spec.approvals.ttl_seconds,
@@ -375,7 +397,9 @@ class AgentTaskWorkflow:
             self._tool_message(call, f"Error: {check.problem}")
             self._record("refused", f"{name}: {check.problem}")
             if check.kind != "invalid":
-                await self.gate.audit(self.step, call.id, "tool_refused", name, check.arguments, check.problem)
+                await self.gate.audit(
+                    self.step, call.id, "tool_refused", name, check.arguments, check.problem
+                )
             return "invalid" if check.kind == "invalid" else "refused"
         approval = None
         if policy.needs_approval(self.agent, name):
@@ -383,25 +407,36 @@ class AgentTaskWorkflow:
             self.last_action = f"waiting for approval of {name}"
             waited_from = workflow.now()
             decision = await self.gate.request(
-                self.step, call.id, name, check.arguments, self._cheapest_model(),
+                self.step,
+                call.id,
+                name,
+                check.arguments,
+                self._cheapest_model(),
                 cancelled=lambda: self.cancel_request is not None,
             )
             self.usage.waited_seconds += (workflow.now() - waited_from).total_seconds()
             self._set_status(TaskStatus.RUNNING)
             self._check_cancelled()
             if decision.outcome == "expired":
-                raise _Stop(TaskStatus.APPROVAL_EXPIRED, f"nobody approved {name} within {self.agent.spec.approvals.ttl}")
+                raise _Stop(
+                    TaskStatus.APPROVAL_EXPIRED,
+                    f"nobody approved {name} within {self.agent.spec.approvals.ttl}",
+                )
             if decision.outcome == "denied":
                 self._record("approval", f"{name} denied by {decision.by}", actor=decision.by)
                 if self.agent.spec.approvals.on_denied == "stop":
                     raise _Stop(TaskStatus.APPROVAL_DENIED, f"{decision.by} denied {name}")
-                self._tool_message(call, f"The approver {decision.by} denied this action; do not retry it.")
+                self._tool_message(
+                    call, f"The approver {decision.by} denied this action; do not retry it."
+                )
                 return "denied"
             self._record("approval", f"{name} approved by {decision.by}", actor=decision.by)
             approval = decision.record
         return await self._run_tool(call, name, check.arguments, approval)
 
-    async def _run_tool(self, call: ToolCall, name: str, arguments: dict[str, object], approval: object) -> str:
+    async def _run_tool(
+        self, call: ToolCall, name: str, arguments: dict[str, object], approval: object
+    ) -> str:
         self.last_action = f"running {name}"
         try:
             result: ToolCallResult = await workflow.execute_activity(
@@ -425,13 +460,20 @@ class AgentTaskWorkflow:
             result = ToolCallResult(ok=False, output=f"Error: {_cause(err)}", error_kind="failed")
         self._tool_message(call, result.output, result.output_ref)
         self.signatures.append(policy.progress_signature(name, arguments, result.output))
-        self._record("tool", f"{name}: {'ok' if result.ok else result.error_kind}: {result.output[:120]}")
+        self._record(
+            "tool", f"{name}: {'ok' if result.ok else result.error_kind}: {result.output[:120]}"
+        )
         return "ok" if result.ok else "failed"
 
     def _tool_message(self, call: ToolCall, content: str, ref: str | None = None) -> None:
         self.pending.append(
-            ChatMessage(role="tool", content=content, tool_call_id=call.id,
-                        name=model_tool_name(catalog_tool_name(call.name)), content_ref=ref)
+            ChatMessage(
+                role="tool",
+                content=content,
+                tool_call_id=call.id,
+                name=model_tool_name(catalog_tool_name(call.name)),
+                content_ref=ref,
+            )
         )
 
     # Humans --------------------------------------------------------------------------------
@@ -445,7 +487,7 @@ class AgentTaskWorkflow:
                 timeout=timedelta(seconds=timeout_seconds),
             )
             satisfied = True
-        except asyncio.TimeoutError:
+        except TimeoutError:
             satisfied = False
         self.usage.waited_seconds += (workflow.now() - started).total_seconds()
         self._check_cancelled()
@@ -468,7 +510,11 @@ class AgentTaskWorkflow:
     def _check_cancelled(self) -> None:
         if self.cancel_request is not None:
             by = self.cancel_request.by
-            raise _Stop(TaskStatus.CANCELLED, f"cancelled by {by}" + (f": {self.cancel_request.reason}" if self.cancel_request.reason else ""))
+            raise _Stop(
+                TaskStatus.CANCELLED,
+                f"cancelled by {by}"
+                + (f": {self.cancel_request.reason}" if self.cancel_request.reason else ""),
+            )
 
     # Ending --------------------------------------------------------------------------------
 
@@ -480,7 +526,9 @@ class AgentTaskWorkflow:
         if status != TaskStatus.SUCCESS:
             text = (text + "\n\n" if text else "") + status_line(status, reason)
         await self._post(text or "(no answer)", status)
-        workflow.upsert_search_attributes([search.COST_USD.value_set(round(self.usage.cost_usd, 6))])
+        workflow.upsert_search_attributes(
+            [search.COST_USD.value_set(round(self.usage.cost_usd, 6))]
+        )
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TaskResult(
             task_id=self.inp.task_id,
@@ -555,15 +603,17 @@ class AgentTaskWorkflow:
         return self.agent.spec.model_policy.models_for(self.inp.task_kind)[0]
 
     def _set_status(self, status: TaskStatus) -> None:
-        if status != self.status:
-            self.status = status
+        if status != self.task_status:
+            self.task_status = status
             workflow.upsert_search_attributes([search.STATUS.value_set(status.value)])
 
     def _decide(self, text: str) -> None:
         self.decisions.append(text)
 
     def _record(self, kind: str, summary: str, cost: float = 0.0, actor: str | None = None) -> None:
-        self.steps.append(StepRecord(self.step, kind, summary, workflow.now().isoformat(), cost, actor))
+        self.steps.append(
+            StepRecord(self.step, kind, summary, workflow.now().isoformat(), cost, actor)
+        )
         del self.steps[:-MAX_STEP_RECORDS]
         self.last_action = summary[:200]
 

@@ -8,7 +8,6 @@ continue-as-new), so a replayed decision never executes anything twice.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -79,14 +78,18 @@ class ApprovalGate:
             **SURFACE_OPTIONS,
         )
         self.message_ref = posted.message_ref
-        await self.audit(step, f"{call_id}:requested", "approval_requested", tool, arguments, "waiting")
+        await self.audit(
+            step, f"{call_id}:requested", "approval_requested", tool, arguments, "waiting"
+        )
         try:
             await workflow.wait_condition(
                 lambda: self.decision is not None or cancelled(), timeout=timedelta(seconds=ttl)
             )
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self._resolve("expired", None)
-            await self.audit(step, f"{call_id}:expired", "approval_expired", tool, arguments, "expired")
+            await self.audit(
+                step, f"{call_id}:expired", "approval_expired", tool, arguments, "expired"
+            )
             return GateDecision("expired", "nobody")
         if self.decision is None:
             await self._resolve("cancelled", None)
@@ -95,7 +98,12 @@ class ApprovalGate:
         outcome = "approved" if approved else "denied"
         await self._resolve(outcome, decision.approver)
         await self.audit(
-            step, f"{call_id}:{outcome}", f"approval_{outcome}", tool, arguments, outcome,
+            step,
+            f"{call_id}:{outcome}",
+            f"approval_{outcome}",
+            tool,
+            arguments,
+            outcome,
             approver=decision.approver,
         )
         record = ApprovalRecord(
@@ -149,7 +157,12 @@ class ApprovalGate:
         await workflow.execute_activity(
             ActivityName.RESOLVE_APPROVAL_REQUEST,
             ResolveApprovalRequestInput(
-                self.inp.task_id, self.inp.context, request, self.message_ref, outcome, by,
+                self.inp.task_id,
+                self.inp.context,
+                request,
+                self.message_ref,
+                outcome,
+                by,
                 workflow.now().isoformat(),
             ),
             **SURFACE_OPTIONS,

