@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 API_VERSION = "openloop.ai/v1alpha1"
 
@@ -31,9 +39,44 @@ DEFAULT_WALL_CLOCK = "30m"
 DEFAULT_APPROVAL_TTL = "72h"
 DEFAULT_PER_TASK_USD = 1.0
 
+# The native tools and the permission scope each needs. This mirrors
+# `workflows.tool_catalog.NATIVE_TOOLS` (config may not import workflows); a unit test keeps
+# the two equal, so a tool added there must be added here too.
+NATIVE_TOOL_PERMISSIONS: dict[str, str] = {
+    "memory.search": "memory:read",
+    "memory.save": "memory:write",
+    "slack.read_thread": "channels:history",
+    "slack.post_message": "chat:write",
+    "github.create_issue": "issues:write",
+    "github.comment": "issues:write",
+    "github.get_issue": "issues:read",
+    "github.search_issues": "issues:read",
+    "github.list_failed_runs": "actions:read",
+    "github.get_job_log": "actions:read",
+}
+NATIVE_TOOL_NAMES: tuple[str, ...] = tuple(NATIVE_TOOL_PERMISSIONS)
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+# GitHub's rules: owner 1-39 letters, digits or dashes (not first); repo letters, digits, . _ -
+_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
+
+# A path inside the model (field names and list indexes) and what is wrong there.
+ProblemPath = tuple[str | int, ...]
+
+
+def rule_error(problems: list[tuple[ProblemPath, str]]) -> PydanticCustomError:
+    """One error carrying several problems, each with the path below the validated model.
+
+    Pydantic places a model validator's error at the model itself (e.g. `spec`); the loader
+    reads `ctx["problems"]` to point each problem at its own field and line instead.
+    """
+    summary = "; ".join(
+        f"{'.'.join(str(p) for p in path) or '(here)'}: {message}" for path, message in problems
+    )
+    context = {"summary": summary, "problems": problems}
+    return PydanticCustomError("config_rule", "{summary}", context)
 
 
 def parse_duration(text: str) -> float:
@@ -46,7 +89,22 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
-Duration = Annotated[str, Field(description="A duration such as 30m, 72h or 7d")]
+def _duration_text(value: Any) -> Any:
+    """Reject non-text (`ttl: 72` reads as a number) and zero or unparseable durations early."""
+    if not isinstance(value, str):
+        raise ValueError(
+            f"{value!r} is not a duration; write a number and a unit, e.g. 90s, 30m, 72h, 7d"
+        )
+    if parse_duration(value) <= 0:
+        raise ValueError(f"{value!r} must be longer than zero")
+    return value
+
+
+Duration = Annotated[
+    str,
+    BeforeValidator(_duration_text),
+    Field(description="A duration such as 30m, 72h or 7d"),
+]
 
 
 class _Strict(BaseModel):
@@ -99,9 +157,17 @@ class GitHubSurface(_Strict):
     @field_validator("repos")
     @classmethod
     def _owner_slash_name(cls, repos: list[str]) -> list[str]:
-        for repo in repos:
-            if repo.count("/") != 1 or not all(repo.split("/")):
-                raise ValueError(f"{repo!r} is not owner/name")
+        problems: list[tuple[ProblemPath, str]] = [
+            (
+                (index,),
+                f"{repo!r} is not a repository name; write owner/name, e.g. acme/platform "
+                "(letters, digits, dashes in the owner; letters, digits, . _ - in the name)",
+            )
+            for index, repo in enumerate(repos)
+            if not _REPO.match(repo) or repo.split("/")[1] in (".", "..")
+        ]
+        if problems:
+            raise rule_error(problems)
         return repos
 
 
@@ -129,6 +195,17 @@ class MemorySpec(_Strict):
         description="A LiteLLM embedding model, or the offline default that needs no key",
     )
     recall_k: int = Field(default=5, ge=0, le=50)
+
+    @field_validator("embedding")
+    @classmethod
+    def _known_offline_embedding(cls, embedding: str) -> str:
+        # Any other `offline/...` name would be handed to LiteLLM and fail at run time.
+        if embedding.startswith("offline/") and embedding != OFFLINE_EMBEDDING:
+            raise ValueError(
+                f"{embedding!r} is not an offline embedding; the offline one is "
+                f"{OFFLINE_EMBEDDING}, any other must be a LiteLLM embedding model"
+            )
+        return embedding
 
 
 class RouteMatch(_Strict):
@@ -170,7 +247,40 @@ class ToolSpec(_Strict):
     @model_validator(mode="after")
     def _mcp_needs_server(self) -> ToolSpec:
         if self.type == "mcp" and not self.server:
-            raise ValueError("an mcp tool needs `server` (the MCP server command or URL)")
+            raise rule_error(
+                [(("server",), "an mcp tool needs `server` (the MCP server command or URL)")]
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _native_tool_known_and_granted(self) -> ToolSpec:
+        # MCP tool names are free-form; native ones must be in the catalog and granted the
+        # scope they act with, so a task never finds out at run time that it cannot work.
+        if self.type != "native":
+            return self
+        needed = NATIVE_TOOL_PERMISSIONS.get(self.name)
+        if needed is None:
+            raise rule_error(
+                [
+                    (
+                        ("name",),
+                        f"{self.name!r} is not a native tool; known native tools: "
+                        f"{', '.join(NATIVE_TOOL_NAMES)} (for an MCP tool set type: mcp)",
+                    )
+                ]
+            )
+        problems: list[tuple[ProblemPath, str]] = []
+        if needed not in self.permissions:
+            problems.append(
+                (
+                    ("permissions",),
+                    f"{self.name} needs the permission {needed!r}; add it to permissions",
+                )
+            )
+        if self.server is not None:
+            problems.append((("server",), "only an mcp tool has a server; remove it"))
+        if problems:
+            raise rule_error(problems)
         return self
 
 
@@ -227,21 +337,38 @@ class AgentSpecBody(_Strict):
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> AgentSpecBody:
+        # Every problem is reported at its own field (tools[3].name, approvals.require_for[1]),
+        # not at `spec`, so the loader can give the line to fix.
+        problems: list[tuple[ProblemPath, str]] = []
         names = [tool.name for tool in self.tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise ValueError(f"tools: {', '.join(duplicates)} listed more than once")
-        for gated in self.approvals.require_for:
+        for index, name in enumerate(names):
+            if name in names[:index]:
+                problems.append(
+                    (
+                        ("tools", index, "name"),
+                        f"{name!r} is already listed as tools[{names.index(name)}]; "
+                        "list each tool once",
+                    )
+                )
+        for index, gated in enumerate(self.approvals.require_for):
             if gated not in names:
-                raise ValueError(
-                    f"approvals.require_for names {gated!r}, which is not one of this agent's "
-                    f"tools ({', '.join(names) or 'none'}); add it to spec.tools or remove the rule"
+                problems.append(
+                    (
+                        ("approvals", "require_for", index),
+                        f"{gated!r} is not one of this agent's tools "
+                        f"({', '.join(names) or 'none'}); add it to spec.tools or remove the rule",
+                    )
                 )
         if self.approvals.require_for and not self.approvals.approvers:
-            raise ValueError(
-                "approvals.require_for is set but approvals.approvers is empty: "
-                "name at least one user who may approve"
+            problems.append(
+                (
+                    ("approvals", "approvers"),
+                    "approvals.require_for is set but no approvers are named: "
+                    "name at least one user who may approve (e.g. a Slack user id or cli:local)",
+                )
             )
+        if problems:
+            raise rule_error(problems)
         return self
 
     def tool(self, name: str) -> ToolSpec | None:

@@ -1,19 +1,33 @@
 """Load agent YAML files into `AgentConfig`, with errors a person can act on.
 
-Every error names the file, the line, the field path and what is allowed, so a bad file
-never reaches a running task.
+Every problem names the file, the line, the field path (`spec.tools[2].permissions`) and
+what is allowed there, so a bad file never reaches a running task. Nothing here raises
+anything but `AgentConfigError` for bad input: a user sees a list of problems, never a
+traceback. A file may hold several agents as YAML documents separated by `---`.
 """
 
 from __future__ import annotations
 
+import difflib
+import re
+import types
+import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from config.agent import AgentConfig
+
+Loc = tuple[str | int, ...]
+
+# A value shown back in a message is cut to this many characters.
+_MAX_SHOWN = 60
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+# libyaml's parser when PyYAML was built with it: the same nodes and marks, ~10x faster.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -22,10 +36,14 @@ class ConfigProblem:
     line: int | None
     field: str
     message: str
+    document: int | None = None  # 1-based; set only when the file holds several documents
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
-        return f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
+        if self.document is not None:
+            where += f" (document {self.document})"
+        field = f" {self.field}:" if self.field else ""
+        return f"{where}:{field} {self.message}"
 
 
 class AgentConfigError(Exception):
@@ -36,82 +54,289 @@ class AgentConfigError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-def _line_of(node: yaml.Node | None, path: tuple[str | int, ...]) -> int | None:
+def _line_of(node: yaml.Node | None, path: Loc) -> int | None:
     """1-based line of the deepest node of `path` present in the composed YAML."""
     line = node.start_mark.line + 1 if node is not None else None
     for key in path:
         if isinstance(node, yaml.MappingNode):
-            child = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
-            if child is None:
-                # An unknown key: point at the key itself.
-                key_node = next((k for k, _ in node.value if getattr(k, "value", None) == key), None)
-                return key_node.start_mark.line + 1 if key_node is not None else line
-            node = child
+            pair = next((p for p in node.value if getattr(p[0], "value", None) == str(key)), None)
+            if pair is None:
+                break  # a missing key: the parent's line is the place to add it
+            # The key's line, not its value's: a block list or mapping starts a line lower.
+            line = pair[0].start_mark.line + 1
+            node = pair[1]
         elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
             node = node.value[key]
+            line = node.start_mark.line + 1
         else:
             break
-        line = node.start_mark.line + 1
     return line
 
 
-def _describe(error: dict[str, Any]) -> str:
+def field_path(loc: Loc) -> str:
+    """`("spec", "tools", 2, "name")` -> `spec.tools[2].name`; odd keys as `spec['a b']`."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            text += f".{part}" if text else part
+        else:
+            text += f"[{part!r}]"
+    return text
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    """The model inside an annotation such as `list[ToolSpec]` or `SlackSurface | None`."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (list, typing.Union, types.UnionType, typing.Annotated):
+        for arg in typing.get_args(annotation):
+            found = _inner_model(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _model_at(loc: Loc) -> type[BaseModel] | None:
+    model: type[BaseModel] | None = AgentConfig
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue  # a list index: the items share one model
+        field = model.model_fields.get(part)
+        model = _inner_model(field.annotation) if field is not None else None
+    return model
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+def _unknown_key(loc: Loc) -> str:
+    model = _model_at(loc[:-1])
+    if model is None:
+        return "unknown key; remove it"
+    allowed = list(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"unknown key {str(loc[-1])!r}; {hint}allowed keys here: {', '.join(allowed)}"
+
+
+def _missing(loc: Loc) -> str:
+    model = _model_at(loc[:-1])
+    field = model.model_fields.get(str(loc[-1])) if model is not None and loc else None
+    if field is not None and typing.get_origin(field.annotation) is typing.Literal:
+        return f"required field is missing; add `{loc[-1]}: {typing.get_args(field.annotation)[0]}`"
+    return "required field is missing; add it"
+
+
+def _describe(error: dict[str, Any], loc: Loc) -> str:
     kind = error["type"]
     message = str(error["msg"]).removeprefix("Value error, ")
+    ctx = error.get("ctx") or {}
+    got = f" (got {_shown(error.get('input'))})"
     if kind == "extra_forbidden":
-        return "unknown key; remove it or check its spelling against the config reference"
-    if kind == "literal_error":
-        return message.replace("Input should be", "allowed values are")
+        return _unknown_key(loc)
+    if kind == "invalid_key":
+        return f"key {_shown(error.get('input'))} must be text; quote it or remove it"
+    if kind in ("literal_error", "enum"):
+        return message.replace("Input should be", "allowed values are") + got
     if kind == "missing":
-        return "required field is missing"
-    if kind in ("greater_than_equal", "greater_than") and "0" in message:
-        return f"{message} (negative values are not allowed)"
+        return _missing(loc)
+    if kind == "model_type" or kind == "dict_type":
+        return "expected a mapping (indented `key: value` lines)" + got
+    if kind == "list_type":
+        return "expected a list, e.g. [a, b] or one `- item` per line" + got
+    if kind == "greater_than_equal" and ctx.get("ge") == 0:
+        return f"must be 0 or more; negative values are not allowed{got}"
+    if kind == "greater_than" and ctx.get("gt") == 0:
+        return f"must be more than 0{got}"
+    if kind.endswith(("_type", "_parsing")) or kind in (
+        "greater_than",
+        "greater_than_equal",
+        "less_than_equal",
+        "too_short",
+        "string_too_short",
+        "finite_number",
+    ):
+        return message + got
     return message
 
 
-def _field_path(loc: tuple[str | int, ...]) -> str:
-    parts: list[str] = []
-    for part in loc:
-        if isinstance(part, int):
-            parts[-1 if parts else 0 :] = [f"{parts[-1] if parts else ''}[{part}]"]
-        else:
-            parts.append(str(part))
-    return ".".join(parts)
+def _expand(error: dict[str, Any]) -> list[tuple[Loc, str]]:
+    """One pydantic error -> (location, message) pairs; rule errors carry their own paths."""
+    loc: Loc = tuple(p for p in error["loc"] if not str(p).startswith("function-"))
+    if error["type"] == "invalid_key" and loc:
+        loc = (*loc[:-1], str(loc[-1]))  # a non-text key is a key, not a list index
+    problems = (error.get("ctx") or {}).get("problems")
+    if error["type"] == "config_rule" and problems:
+        return [((*loc, *sub), message) for sub, message in problems]
+    return [(loc, _describe(error, loc))]
+
+
+def _duplicate_keys(
+    node: yaml.Node, loc: Loc = (), seen_nodes: set[int] | None = None
+) -> list[tuple[Loc, int, str]]:
+    """YAML keeps the last of two equal keys without a word; a typo'd copy would hide a rule."""
+    found: list[tuple[Loc, int, str]] = []
+    # An alias reuses its anchor's node, and `&a [*a]` makes a cycle: visit each node once.
+    seen_nodes = set() if seen_nodes is None else seen_nodes
+    if id(node) in seen_nodes:
+        return found
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key, value in node.value:
+            name = getattr(key, "value", None)
+            if isinstance(name, str) and isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                if name in seen:
+                    first = f"duplicate key; first set on line {seen[name]}"
+                    found.append(((*loc, name), line, first))
+                seen.setdefault(name, line)
+                found += _duplicate_keys(value, (*loc, name), seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            found += _duplicate_keys(item, (*loc, index), seen_nodes)
+    return found
+
+
+def _documents(text: str, source: str) -> list[tuple[yaml.Node, Any]]:
+    """Every non-empty YAML document in `text` as (node, data), or an error naming the line."""
+    documents: list[tuple[yaml.Node, Any]] = []
+    loader: Any = None
+    try:
+        loader = _Loader(text)  # checks for unprintable characters first
+        while loader.check_node():
+            node = loader.get_node()
+            data = loader.construct_document(node) if node is not None else None
+            if node is not None and data is not None:
+                documents.append((node, data))
+    except yaml.reader.ReaderError as exc:
+        at = text[: exc.position].count("\n") + 1
+        problem = f"character #x{exc.character:04x} is not allowed ({exc.reason})"
+        problems = [ConfigProblem(source, at, "", f"not valid YAML: {problem}")]
+        raise AgentConfigError(problems) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line: int | None = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        problems = [ConfigProblem(source, line, "", f"not valid YAML: {problem}")]
+        raise AgentConfigError(problems) from None
+    except Exception as exc:  # PyYAML raises ValueError etc. for bad dates and numbers
+        problems = [ConfigProblem(source, None, "", f"not valid YAML: {exc}")]
+        raise AgentConfigError(problems) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return documents
+
+
+def _validate(node: yaml.Node, data: Any, source: str, document: int | None) -> AgentConfig:
+    if not isinstance(data, dict):
+        line = node.start_mark.line + 1
+        raise AgentConfigError(
+            [
+                ConfigProblem(
+                    source,
+                    line,
+                    "",
+                    "not an agent document: expected a mapping with apiVersion, kind, metadata, "
+                    f"spec (got {type(data).__name__})",
+                    document,
+                )
+            ]
+        )
+    problems = [
+        ConfigProblem(source, line, field_path(loc), message, document)
+        for loc, line, message in _duplicate_keys(node)
+    ]
+    config: AgentConfig | None = None
+    try:
+        config = AgentConfig.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            for loc, message in _expand(dict(error)):
+                problems.append(
+                    ConfigProblem(source, _line_of(node, loc), field_path(loc), message, document)
+                )
+    if problems or config is None:
+        raise AgentConfigError(sorted(problems, key=lambda p: (p.line or 0, p.field)))
+    return config
+
+
+def parse_agent_documents(text: str, source: str = "<string>") -> list[AgentConfig]:
+    """Every agent in `text` (documents separated by `---`); all problems reported at once."""
+    documents = _documents(text, source)
+    if not documents:
+        raise AgentConfigError(
+            [ConfigProblem(source, None, "", "no agent documents: the file is empty")]
+        )
+    several = len(documents) > 1
+    configs: list[AgentConfig] = []
+    problems: list[ConfigProblem] = []
+    first_line: dict[tuple[str, str], int] = {}
+    for number, (node, data) in enumerate(documents, start=1):
+        try:
+            config = _validate(node, data, source, number if several else None)
+        except AgentConfigError as exc:
+            problems += exc.problems
+            continue
+        key = (config.workspace, config.name)
+        line = _line_of(node, ("metadata", "name")) or 0
+        if key in first_line:
+            problems.append(
+                ConfigProblem(
+                    source,
+                    line,
+                    "metadata.name",
+                    f"agent {config.name!r} in workspace {config.workspace!r} is already "
+                    f"defined on line {first_line[key]}; give each agent its own name",
+                    number,
+                )
+            )
+        first_line.setdefault(key, line)
+        configs.append(config)
+    if problems:
+        raise AgentConfigError(problems)
+    return configs
 
 
 def parse_agent(text: str, source: str = "<string>") -> AgentConfig:
     """Parse one agent document from YAML text; raise AgentConfigError naming `source`."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise AgentConfigError([ConfigProblem(source, line, "", f"not valid YAML: {problem}")])
-    if not isinstance(data, dict):
+    documents = _documents(text, source)
+    if len(documents) != 1:
+        found = "no document" if not documents else f"{len(documents)} documents"
         raise AgentConfigError(
-            [ConfigProblem(source, 1, "", "expected a mapping with apiVersion, kind, metadata, spec")]
+            [ConfigProblem(source, None, "", f"expected one agent document, found {found}")]
         )
+    node, data = documents[0]
+    return _validate(node, data, source, None)
+
+
+def _read(path: Path) -> str:
     try:
-        return AgentConfig.model_validate(data)
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            loc = tuple(p for p in error["loc"] if not str(p).startswith("function-"))
-            problems.append(
-                ConfigProblem(source, _line_of(node, loc), _field_path(loc), _describe(dict(error)))
-            )
-        raise AgentConfigError(problems) from None
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        problem = ConfigProblem(str(path), None, "", "cannot read: not UTF-8 text")
+        raise AgentConfigError([problem]) from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        problem = ConfigProblem(str(path), None, "", f"cannot read: {reason}")
+        raise AgentConfigError([problem]) from None
 
 
 def load_agent_file(path: str | Path) -> AgentConfig:
+    """The one agent in a YAML file."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise AgentConfigError([ConfigProblem(str(path), None, "", f"cannot read: {exc.strerror}")])
-    return parse_agent(text, str(path))
+    return parse_agent(_read(path), str(path))
+
+
+def load_agent_documents(path: str | Path) -> list[AgentConfig]:
+    """Every agent in a YAML file that may hold several documents separated by `---`."""
+    path = Path(path)
+    return parse_agent_documents(_read(path), str(path))
 
 
 EXAMPLES_DIR = Path(__file__).parent / "agents"

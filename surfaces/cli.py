@@ -21,6 +21,7 @@ app = typer.Typer(
 COMMAND_MODULES = (
     "surfaces.cli_stack",
     "surfaces.cli_agents",
+    "surfaces.cli_worker",
     "surfaces.cli_tasks",
     "surfaces.cli_memory",
     "surfaces.cli_usage",
@@ -41,3 +42,7 @@ for _name in COMMAND_MODULES:
 def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     app()
+
+
+if __name__ == "__main__":
+    main()

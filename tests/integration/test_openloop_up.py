@@ -1,0 +1,110 @@
+"""`openloop up` as a user runs it: starts every part, serves the Web UI and HTTP, runs a task
+with an approval from a second terminal, stops cleanly on SIGTERM and keeps data on restart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from workers.embedded import free_port, port_open
+
+OPENLOOP = [sys.executable, "-m", "surfaces.cli"]
+STARTUP_SECONDS = 120
+
+
+@pytest.fixture
+def stack_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENLOOP_")}
+    env.update(
+        OPENLOOP_STATE_DIR=str(tmp_path / "s"),
+        OPENLOOP_TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}",
+        OPENLOOP_TEMPORAL_UI_PORT=str(free_port()),
+        OPENLOOP_HTTP_ADDRESS=f"127.0.0.1:{free_port()}",
+        OPENLOOP_TASK_QUEUE="openloop-up-test",
+        COLUMNS="200",
+    )
+    return env
+
+
+def start_up(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [*OPENLOOP, "up"], env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
+    )
+    stack_file = Path(env["OPENLOOP_STATE_DIR"]) / "stack.json"
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()
+        if stack_file.exists() and port_open("127.0.0.1", int(env["OPENLOOP_HTTP_ADDRESS"].rsplit(":", 1)[1])):
+            return process
+        time.sleep(0.2)
+    raise AssertionError(f"openloop up did not come up:\n{log.read_text()}")
+
+
+def stop(process: subprocess.Popen[bytes]) -> int:
+    process.send_signal(signal.SIGTERM)
+    return process.wait(60)
+
+
+def cli(env: dict[str, str], *args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*OPENLOOP, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def running(stack_env: dict[str, str], tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    process = start_up(stack_env, tmp_path / "up.log")
+    yield process
+    if process.poll() is None:
+        stop(process)
+
+
+def test_up_serves_everything_runs_a_task_and_stops_cleanly(
+    running: subprocess.Popen[bytes], stack_env: dict[str, str], tmp_path: Path
+) -> None:
+    stack = json.loads((Path(stack_env["OPENLOOP_STATE_DIR"]) / "stack.json").read_text())
+    assert stack["database_url"].startswith("postgresql://")
+    ui = httpx.get(f"http://127.0.0.1:{stack_env['OPENLOOP_TEMPORAL_UI_PORT']}/", timeout=10)
+    assert ui.status_code == 200
+    ready = httpx.get(f"http://{stack_env['OPENLOOP_HTTP_ADDRESS']}/readyz", timeout=10)
+    assert ready.status_code == 200 and ready.json()["checks"] == {"temporal": "ok", "postgres": "ok"}
+    status = cli(stack_env, "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+
+    # A second terminal: ask (it parks on the approval), approve, and the answer arrives.
+    asked = subprocess.Popen(
+        [*OPENLOOP, "ask", "helper", "Please remember the decision: ship on Tuesdays"],
+        env=stack_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    assert asked.stdout is not None
+    task_id = ""
+    for line in asked.stdout:
+        if line.startswith("Task "):
+            task_id = line.split()[1]
+        if "openloop approve" in line:
+            break
+    assert task_id
+    approved = cli(stack_env, "approve", task_id)
+    assert approved.returncode == 0, approved.stdout + approved.stderr
+    rest = asked.stdout.read()
+    assert asked.wait(60) == 0, rest
+    assert "Saved to channel memory: ship on Tuesdays" in rest and "SUCCESS" in rest
+
+    assert stop(running) == 0
+    for port in (stack_env["OPENLOOP_TEMPORAL_ADDRESS"].rsplit(":", 1)[1], stack_env["OPENLOOP_TEMPORAL_UI_PORT"]):
+        assert not port_open("127.0.0.1", int(port))
+
+    # Same state dir: the agents and the finished task are still there.
+    again = start_up(stack_env, tmp_path / "up2.log")
+    try:
+        recalled = cli(stack_env, "ask", "helper", "What did we decide?")
+        assert "ship on Tuesdays" in recalled.stdout, recalled.stdout + recalled.stderr
+    finally:
+        assert stop(again) == 0

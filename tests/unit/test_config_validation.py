@@ -1,0 +1,356 @@
+"""Bad agent files give problems naming the file, the line, the field path and what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from config.agent import NATIVE_TOOL_NAMES, NATIVE_TOOL_PERMISSIONS, AgentConfig
+from config.loader import (
+    EXAMPLES_DIR,
+    AgentConfigError,
+    ConfigProblem,
+    load_agent_documents,
+    load_agent_file,
+    parse_agent,
+)
+from workflows.tool_catalog import NATIVE_TOOLS
+
+BASE = """\
+apiVersion: openloop.ai/v1alpha1
+kind: Agent
+metadata:
+  name: tester
+  workspace: qa
+spec:
+  surfaces:
+    slack:
+      channels: [C0TEST]
+    github:
+      repos: [acme/platform]
+  memory:
+    scope: channel
+  model_policy:
+    default: offline/demo
+    routes:
+      - match: {task: summarize}
+        model: offline/demo
+  tools:
+    - name: memory.search
+      permissions: [memory:read]
+    - name: github.create_issue
+      permissions: [issues:write]
+  approvals:
+    require_for:
+      - github.create_issue
+    approvers: [cli:local]
+    ttl: 72h
+  budget:
+    monthly_usd: 20
+    per_task_usd: 0.5
+    on_exceeded: block
+  limits:
+    max_iterations: 12
+    wall_clock: 30m
+"""
+
+
+def line_of(text: str, fragment: str) -> int:
+    """1-based number of the first line of `text` containing `fragment`."""
+    return next(n for n, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+def problems_of(tmp_path: Path, text: str) -> tuple[Path, list[ConfigProblem]]:
+    path = tmp_path / "agent.yaml"
+    path.write_text(text)
+    with pytest.raises(AgentConfigError) as info:
+        load_agent_documents(path)
+    for problem in info.value.problems:
+        assert problem.file == str(path)
+    return path, info.value.problems
+
+
+def the_problem(problems: list[ConfigProblem], field: str) -> ConfigProblem:
+    matching = [p for p in problems if p.field == field]
+    assert matching, f"no problem at {field}; got: {[str(p) for p in problems]}"
+    return matching[0]
+
+
+def mutate(old: str, new: str) -> str:
+    assert BASE.count(old) == 1, old
+    return BASE.replace(old, new)
+
+
+def test_base_document_is_valid(tmp_path: Path) -> None:
+    path = tmp_path / "ok.yaml"
+    path.write_text(BASE)
+    (config,) = load_agent_documents(path)
+    assert config.name == "tester" and config.workspace == "qa"
+    assert load_agent_file(path) == config
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES_DIR.glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_examples_validate(path: Path) -> None:
+    configs = load_agent_documents(path)
+    assert configs and all(isinstance(c, AgentConfig) for c in configs)
+
+
+def test_native_tool_names_match_the_catalog() -> None:
+    assert set(NATIVE_TOOL_NAMES) == set(NATIVE_TOOLS)
+    assert NATIVE_TOOL_PERMISSIONS == {n: t.permission for n, t in NATIVE_TOOLS.items()}
+
+
+def test_unknown_key_names_line_field_and_allowed_keys(tmp_path: Path) -> None:
+    text = mutate("  tools:\n", "  toolz: []\n  tools:\n")
+    path, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.toolz")
+    assert problem.line == line_of(text, "toolz")
+    assert "did you mean 'tools'" in problem.message
+    assert "allowed keys here: instructions, surfaces" in problem.message
+    assert str(problem).startswith(f"{path}:{problem.line}: spec.toolz: unknown key 'toolz'")
+
+
+def test_unknown_key_inside_a_list_item(tmp_path: Path) -> None:
+    text = mutate("      permissions: [memory:read]\n", "      permisions: [memory:read]\n")
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.tools[0].permisions")
+    assert problem.line == line_of(text, "permisions")
+    assert "did you mean 'permissions'" in problem.message
+
+
+def test_wrong_types(tmp_path: Path) -> None:
+    text = mutate("max_iterations: 12", "max_iterations: many").replace(
+        "channels: [C0TEST]", "channels: {a: 1}"
+    )
+    _, problems = problems_of(tmp_path, text)
+    iterations = the_problem(problems, "spec.limits.max_iterations")
+    assert iterations.line == line_of(text, "max_iterations")
+    assert "valid integer" in iterations.message and "'many'" in iterations.message
+    channels = the_problem(problems, "spec.surfaces.slack.channels")
+    assert channels.line == line_of(text, "channels:")
+    assert "expected a list" in channels.message
+
+
+def test_section_that_is_not_a_mapping(tmp_path: Path) -> None:
+    text = mutate(
+        "  budget:\n    monthly_usd: 20\n    per_task_usd: 0.5\n    on_exceeded: block\n",
+        "  budget: lots\n",
+    )
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.budget")
+    assert problem.line == line_of(text, "budget: lots")
+    assert "expected a mapping" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "allowed"),
+    [
+        (
+            "scope: channel",
+            "scope: galaxy",
+            "spec.memory.scope",
+            "'channel', 'agent' or 'workspace'",
+        ),
+        (
+            "on_exceeded: block",
+            "on_exceeded: explode",
+            "spec.budget.on_exceeded",
+            "'block' or 'warn'",
+        ),
+        ("kind: Agent", "kind: Robot", "kind", "'Agent'"),
+    ],
+)
+def test_invalid_enum_values_list_what_is_allowed(
+    tmp_path: Path, old: str, new: str, field: str, allowed: str
+) -> None:
+    text = mutate(old, new)
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, field)
+    assert problem.line == line_of(text, new)
+    assert f"allowed values are {allowed}" in problem.message
+
+
+def test_missing_required_fields(tmp_path: Path) -> None:
+    text = mutate("  name: tester\n", "").replace("apiVersion: openloop.ai/v1alpha1\n", "")
+    _, problems = problems_of(tmp_path, text)
+    name = the_problem(problems, "metadata.name")
+    assert name.line == line_of(text, "metadata:")
+    assert "required field is missing" in name.message
+    assert "add `apiVersion: openloop.ai/v1alpha1`" in the_problem(problems, "apiVersion").message
+
+
+def test_approval_rule_for_a_tool_the_agent_lacks_points_at_require_for(tmp_path: Path) -> None:
+    text = mutate(
+        "      - github.create_issue\n", "      - github.create_issue\n      - slack.post_message\n"
+    )
+    path, problems = problems_of(tmp_path, text)
+    assert [p.field for p in problems] == ["spec.approvals.require_for[1]"]
+    problem = problems[0]
+    assert problem.line == line_of(text, "- slack.post_message")
+    assert "'slack.post_message' is not one of this agent's tools" in problem.message
+    assert "memory.search, github.create_issue" in problem.message
+    assert str(problem).startswith(f"{path}:{problem.line}: spec.approvals.require_for[1]: ")
+
+
+def test_approval_rules_without_approvers(tmp_path: Path) -> None:
+    text = mutate("    approvers: [cli:local]\n", "    approvers: []\n")
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.approvals.approvers")
+    assert problem.line == line_of(text, "approvers: []")
+    assert "name at least one user who may approve" in problem.message
+
+
+def test_route_to_unknown_task_kind(tmp_path: Path) -> None:
+    text = mutate("{task: summarize}", "{task: dance}")
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.model_policy.routes[0].match.task")
+    assert problem.line == line_of(text, "task: dance")
+    assert "unknown task kind 'dance'" in problem.message and "summarize" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field"),
+    [
+        ("monthly_usd: 20", "monthly_usd: -20", "spec.budget.monthly_usd"),
+        ("per_task_usd: 0.5", "per_task_usd: -0.5", "spec.budget.per_task_usd"),
+    ],
+)
+def test_negative_budgets(tmp_path: Path, old: str, new: str, field: str) -> None:
+    text = mutate(old, new)
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, field)
+    assert problem.line == line_of(text, new)
+    assert "negative values are not allowed" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "field", "says"),
+    [
+        ("ttl: 72h", "ttl: 3 days", "spec.approvals.ttl", "is not a duration"),
+        ("ttl: 72h", "ttl: 72", "spec.approvals.ttl", "72 is not a duration"),
+        ("wall_clock: 30m", "wall_clock: soon", "spec.limits.wall_clock", "e.g. 90s, 30m"),
+        ("wall_clock: 30m", "wall_clock: 0m", "spec.limits.wall_clock", "longer than zero"),
+    ],
+)
+def test_bad_durations(tmp_path: Path, old: str, new: str, field: str, says: str) -> None:
+    text = mutate(old, new)
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, field)
+    assert problem.line == line_of(text, new)
+    assert says in problem.message
+
+
+def test_bad_repo_names_point_at_each_repo(tmp_path: Path) -> None:
+    text = mutate(
+        "repos: [acme/platform]",
+        "repos:\n        - acme/platform\n        - acme\n        - 'has space/x'\n        - a/b/c",
+    )
+    _, problems = problems_of(tmp_path, text)
+    assert [p.field for p in problems] == [f"spec.surfaces.github.repos[{i}]" for i in (1, 2, 3)]
+    first = line_of(text, "- acme/platform")
+    assert [p.line for p in problems] == [first + 1, first + 2, first + 3]
+    assert all("write owner/name" in p.message for p in problems)
+
+
+def test_unknown_native_tool(tmp_path: Path) -> None:
+    text = mutate("- name: memory.search", "- name: memory.serch")
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.tools[0].name")
+    assert problem.line == line_of(text, "memory.serch")
+    assert "'memory.serch' is not a native tool" in problem.message
+    assert "memory.search" in problem.message and "type: mcp" in problem.message
+
+
+def test_mcp_tools_are_free_form_but_need_a_server(tmp_path: Path) -> None:
+    good = mutate(
+        "  approvals:\n",
+        "    - name: jira.lookup\n      type: mcp\n"
+        "      server: http://127.0.0.1:9000/mcp\n  approvals:\n",
+    )
+    path = tmp_path / "mcp.yaml"
+    path.write_text(good)
+    (config,) = load_agent_documents(path)
+    assert config.spec.tool("jira.lookup") is not None
+    text = good.replace("      server: http://127.0.0.1:9000/mcp\n", "")
+    _, problems = problems_of(tmp_path, text)
+    assert "needs `server`" in the_problem(problems, "spec.tools[2].server").message
+
+
+def test_permissions_must_grant_the_tools_scope(tmp_path: Path) -> None:
+    text = mutate("permissions: [issues:write]", "permissions: [issues:read]")
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.tools[1].permissions")
+    assert problem.line == line_of(text, "[issues:read]")
+    assert "github.create_issue needs the permission 'issues:write'" in problem.message
+
+
+def test_duplicate_tools_and_duplicate_yaml_keys(tmp_path: Path) -> None:
+    text = mutate(
+        "  approvals:\n",
+        "    - name: memory.search\n      permissions: [memory:read]\n  approvals:\n",
+    ).replace("    monthly_usd: 20\n", "    monthly_usd: 20\n    monthly_usd: 5\n")
+    _, problems = problems_of(tmp_path, text)
+    tool = the_problem(problems, "spec.tools[2].name")
+    assert "already listed as tools[0]" in tool.message
+    duplicate = the_problem(problems, "spec.budget.monthly_usd")
+    assert duplicate.line == line_of(text, "monthly_usd: 5")
+    assert f"first set on line {line_of(text, 'monthly_usd: 20')}" in duplicate.message
+
+
+def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
+    text = mutate("  memory:\n    scope: channel\n", "  memory:\n    scope: [channel\n")
+    path, problems = problems_of(tmp_path, text)
+    assert len(problems) == 1 and problems[0].message.startswith("not valid YAML")
+    assert problems[0].line is not None and problems[0].line >= line_of(text, "[channel")
+
+
+@pytest.mark.parametrize("text", ["just words\n", "- a\n- b\n"])
+def test_document_that_is_not_a_mapping(tmp_path: Path, text: str) -> None:
+    _, problems = problems_of(tmp_path, text)
+    assert problems[0].message.startswith("not an agent document")
+
+
+def test_empty_and_unreadable_files(tmp_path: Path) -> None:
+    _, problems = problems_of(tmp_path, "# nothing here\n")
+    assert "no agent documents" in problems[0].message
+    with pytest.raises(AgentConfigError, match="cannot read"):
+        load_agent_documents(tmp_path / "missing.yaml")
+
+
+def test_several_documents_in_one_file(tmp_path: Path) -> None:
+    second = BASE.replace("name: tester", "name: tester-two")
+    path = tmp_path / "two.yaml"
+    path.write_text(BASE + "---\n" + second + "---\n")
+    assert [c.name for c in load_agent_documents(path)] == ["tester", "tester-two"]
+    with pytest.raises(AgentConfigError, match="expected one agent document, found 2"):
+        load_agent_file(path)
+
+
+def test_problem_in_second_document_has_its_own_line(tmp_path: Path) -> None:
+    second = BASE.replace("name: tester", "name: tester-two").replace("scope: channel", "scope: x")
+    text = BASE + "---\n" + second
+    _, problems = problems_of(tmp_path, text)
+    assert len(problems) == 1
+    assert problems[0].document == 2 and problems[0].field == "spec.memory.scope"
+    assert problems[0].line == line_of(text, "scope: x")
+    assert "(document 2)" in str(problems[0])
+
+
+def test_same_agent_twice_in_one_file(tmp_path: Path) -> None:
+    text = BASE + "---\n" + BASE
+    _, problems = problems_of(tmp_path, text)
+    assert [p.field for p in problems] == ["metadata.name"]
+    assert "already defined on line 4" in problems[0].message
+    assert problems[0].line == len(BASE.splitlines()) + 1 + 4
+
+
+def test_parse_agent_reports_all_problems_in_one_error() -> None:
+    text = mutate("scope: channel", "scope: galaxy").replace(
+        "max_iterations: 12", "max_iterations: 0"
+    )
+    with pytest.raises(AgentConfigError) as info:
+        parse_agent(text, "inline.yaml")
+    fields = {p.field for p in info.value.problems}
+    assert fields == {"spec.memory.scope", "spec.limits.max_iterations"}
+    assert all(line.startswith("inline.yaml:") for line in str(info.value).splitlines())
