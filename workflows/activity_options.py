@@ -64,3 +64,8 @@ LOCAL_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=15),
     "retry_policy": LOCAL_RETRY,
 }
+LOCAL_TOOL_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "retry_policy": TOOL_RETRY,
+    "summary": "tool call (local)",
+}

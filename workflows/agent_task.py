@@ -20,6 +20,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import budget, policy, search
     from workflows.activity_options import (
         LOCAL_OPTIONS,
+        LOCAL_TOOL_OPTIONS,
         MODEL_OPTIONS,
         SURFACE_OPTIONS,
         TOOL_OPTIONS,
@@ -161,9 +162,7 @@ class AgentTaskWorkflow:
     async def run(self, inp: TaskInput) -> TaskResult:
         if not self.started_at_iso:
             self.started_at_iso = workflow.now().isoformat()
-            self._decide(
-                f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}"
-            )
+            self._decide(f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}")
             await self._begin()
         try:
             status, reason = await self._loop()
@@ -199,8 +198,7 @@ class AgentTaskWorkflow:
         system = (
             f"{self.agent.spec.instructions.strip()}\n\n"
             f"You are the agent '{self.agent.name}' answering {context.user} on {context.surface}"
-            f" in {context.channel}."
-            + (f"\n\nWhat you remember here:\n{recalled}" if recalled else "")
+            f" in {context.channel}." + (f"\n\nWhat you remember here:\n{recalled}" if recalled else "")
         )
         self.pending = [
             ChatMessage(role="system", content=system),
@@ -213,10 +211,7 @@ class AgentTaskWorkflow:
         steps_this_run = 0
         while True:
             self._check_cancelled()
-            if (
-                steps_this_run >= self.inp.max_steps_per_run
-                or workflow.info().is_continue_as_new_suggested()
-            ):
+            if steps_this_run >= self.inp.max_steps_per_run or workflow.info().is_continue_as_new_suggested():
                 await self._continue_as_new()
             await self._enforce_ceilings()
             result = await self._call_model()
@@ -250,18 +245,14 @@ class AgentTaskWorkflow:
 
     # Model ---------------------------------------------------------------------------------
 
-    async def _call_model(
-        self, *, purpose: str = "step", allow_tools: bool = True
-    ) -> ModelCallResult:
+    async def _call_model(self, *, purpose: str = "step", allow_tools: bool = True) -> ModelCallResult:
         ceilings = budget.Ceilings.for_agent(self.agent, self.usage)
         if purpose == "step" and budget.should_wrap_up(ceilings, self.usage):
             self.pending.append(
                 ChatMessage("user", "You are close to your step limit: wrap up and answer now.")
             )
         self.step += 1
-        tools = (
-            [t.name for t in self.agent.spec.tools if t.name in NATIVE_TOOLS] if allow_tools else []
-        )
+        tools = [t.name for t in self.agent.spec.tools if t.name in NATIVE_TOOLS] if allow_tools else []
         window = self.agent.spec.model_policy.context_window or DEFAULT_CONTEXT_WINDOW
         if purpose == "step" and self.last_prompt_tokens > COMPACT_AT_SHARE * window:
             await self._summarise_conversation()
@@ -303,9 +294,7 @@ class AgentTaskWorkflow:
             return await self._call_model(purpose=purpose, allow_tools=allow_tools)
         return result
 
-    def _model_input(
-        self, purpose: str, tools: list[str], ceilings: budget.Ceilings
-    ) -> ModelCallInput:
+    def _model_input(self, purpose: str, tools: list[str], ceilings: budget.Ceilings) -> ModelCallInput:
         return ModelCallInput(
             task_id=self.inp.task_id,
             step=self.step,
@@ -426,9 +415,7 @@ class AgentTaskWorkflow:
                 self._record("approval", f"{name} denied by {decision.by}", actor=decision.by)
                 if self.agent.spec.approvals.on_denied == "stop":
                     raise _Stop(TaskStatus.APPROVAL_DENIED, f"{decision.by} denied {name}")
-                self._tool_message(
-                    call, f"The approver {decision.by} denied this action; do not retry it."
-                )
+                self._tool_message(call, f"The approver {decision.by} denied this action; do not retry it.")
                 return "denied"
             self._record("approval", f"{name} approved by {decision.by}", actor=decision.by)
             approval = decision.record
@@ -439,30 +426,31 @@ class AgentTaskWorkflow:
     ) -> str:
         self.last_action = f"running {name}"
         try:
-            result: ToolCallResult = await workflow.execute_activity(
-                ActivityName.RUN_TOOL,
-                ToolCallInput(
-                    task_id=self.inp.task_id,
-                    step=self.step,
-                    call_id=call.id,
-                    tool=name,
-                    arguments=arguments,
-                    idempotency_key=f"{self.inp.task_id}:{self.step}:{call.id}",
-                    context=self.inp.context,
-                    memory=self._memory_scope(),
-                    requested_by=self.inp.context.user,
-                    approval=approval,  # type: ignore[arg-type]
-                ),
-                result_type=ToolCallResult,
-                **TOOL_OPTIONS,
+            tool_input = ToolCallInput(
+                task_id=self.inp.task_id,
+                step=self.step,
+                call_id=call.id,
+                tool=name,
+                arguments=arguments,
+                idempotency_key=f"{self.inp.task_id}:{self.step}:{call.id}",
+                context=self.inp.context,
+                memory=self._memory_scope(),
+                requested_by=self.inp.context.user,
+                approval=approval,  # type: ignore[arg-type]
             )
+            if NATIVE_TOOLS[name].local:
+                result: ToolCallResult = await workflow.execute_local_activity(
+                    ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
+                )
+            else:
+                result = await workflow.execute_activity(
+                    ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **TOOL_OPTIONS
+                )
         except ActivityError as err:
             result = ToolCallResult(ok=False, output=f"Error: {_cause(err)}", error_kind="failed")
         self._tool_message(call, result.output, result.output_ref)
         self.signatures.append(policy.progress_signature(name, arguments, result.output))
-        self._record(
-            "tool", f"{name}: {'ok' if result.ok else result.error_kind}: {result.output[:120]}"
-        )
+        self._record("tool", f"{name}: {'ok' if result.ok else result.error_kind}: {result.output[:120]}")
         return "ok" if result.ok else "failed"
 
     def _tool_message(self, call: ToolCall, content: str, ref: str | None = None) -> None:
@@ -526,9 +514,7 @@ class AgentTaskWorkflow:
         if status != TaskStatus.SUCCESS:
             text = (text + "\n\n" if text else "") + status_line(status, reason)
         await self._post(text or "(no answer)", status)
-        workflow.upsert_search_attributes(
-            [search.COST_USD.value_set(round(self.usage.cost_usd, 6))]
-        )
+        workflow.upsert_search_attributes([search.COST_USD.value_set(round(self.usage.cost_usd, 6))])
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TaskResult(
             task_id=self.inp.task_id,
@@ -611,9 +597,7 @@ class AgentTaskWorkflow:
         self.decisions.append(text)
 
     def _record(self, kind: str, summary: str, cost: float = 0.0, actor: str | None = None) -> None:
-        self.steps.append(
-            StepRecord(self.step, kind, summary, workflow.now().isoformat(), cost, actor)
-        )
+        self.steps.append(StepRecord(self.step, kind, summary, workflow.now().isoformat(), cost, actor))
         del self.steps[:-MAX_STEP_RECORDS]
         self.last_action = summary[:200]
 

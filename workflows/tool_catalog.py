@@ -18,6 +18,9 @@ class ToolDefinition:
     parameters: dict[str, Any]
     permission: str  # the scope an agent's spec.tools[].permissions must grant
     writes: bool  # side-effecting: runs with an idempotency key
+    # Fast calls to our own database run as local activities: no extra round trip through
+    # the server. Calls to outside services (which can be slow or rate limited) stay remote.
+    local: bool = False
 
     def openai_schema(self) -> dict[str, Any]:
         """The tool as a model sees it (OpenAI function-calling format, used by LiteLLM)."""
@@ -49,11 +52,10 @@ NATIVE_TOOLS: dict[str, ToolDefinition] = {
         ToolDefinition(
             "memory.search",
             "Search this agent's memory (scoped to the channel or agent) for earlier decisions.",
-            _object(
-                {"query": _STR, "k": {"type": "integer", "minimum": 1, "maximum": 20}}, ["query"]
-            ),
+            _object({"query": _STR, "k": {"type": "integer", "minimum": 1, "maximum": 20}}, ["query"]),
             "memory:read",
             writes=False,
+            local=True,
         ),
         ToolDefinition(
             "memory.save",
@@ -61,6 +63,7 @@ NATIVE_TOOLS: dict[str, ToolDefinition] = {
             _object({"content": _STR}, ["content"]),
             "memory:write",
             writes=True,
+            local=True,
         ),
         ToolDefinition(
             "slack.read_thread",
