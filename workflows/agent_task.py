@@ -176,10 +176,11 @@ class AgentTaskWorkflow:
 
     async def _begin(self) -> None:
         """Tell the surface the task started, recall memory, stage the first prompt."""
-        await workflow.execute_activity(
+        # Local: a quick "working" signal on the surface should not cost a server round trip.
+        await workflow.execute_local_activity(
             ActivityName.TASK_STARTED,
             PostReplyInput(self.inp.task_id, self.inp.context, "", TaskStatus.RUNNING, 0),
-            **SURFACE_OPTIONS,
+            **LOCAL_OPTIONS,
         )
         memories = await workflow.execute_local_activity(
             ActivityName.RECALL,
