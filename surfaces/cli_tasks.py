@@ -66,6 +66,14 @@ def register(app: typer.Typer) -> None:
         asyncio.run(_decide(task_id, user, not deny))
 
     @app.command()
+    def deny(
+        task_id: str,
+        user: str = typer.Option(default_user(), "--as", help="Approver identity"),
+    ) -> None:
+        """Deny the action a task is waiting on (same as `approve --deny`)."""
+        asyncio.run(_decide(task_id, user, False))
+
+    @app.command()
     def reply(task_id: str, text: str, user: str = typer.Option(default_user(), "--as")) -> None:
         """Answer a task that asked a question (a follow-up joins the running task)."""
         asyncio.run(_signal(task_id, AgentTaskWorkflow.user_message, UserMessage(user, text)))

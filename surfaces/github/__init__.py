@@ -1,0 +1,1 @@
+"""The GitHub surface: webhooks in (`webhooks.register(app)`), payload parsing (`events`)."""
