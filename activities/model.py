@@ -45,6 +45,11 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
     messages = build_prompt(stored, inp.view)
     tools = [NATIVE_TOOLS[name].openai_schema() for name in inp.tool_names if name in NATIVE_TOOLS]
     result = await _ask_with_fallbacks(inp, messages, tools)
+    if result.finish_reason == "budget":
+        # Nothing was asked: store no answer (nor a summary instruction), so the call that
+        # resumes sends a clean prompt; later appends overwrite anything past this seq.
+        result.transcript_upto = inp.transcript_upto + len(inp.new_messages)
+        return result
     answer = {
         "role": SUMMARY_ROLE if inp.purpose == "summary" else "assistant",
         "content": result.text,

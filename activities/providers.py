@@ -66,7 +66,9 @@ async def call_provider(call: ProviderCall) -> ModelCallResult:
     try:
         response = await litellm.acompletion(**kwargs)
     except Exception as exc:  # noqa: BLE001 - classified below
-        raise classify_error(call.model, exc) from exc
+        # `from None`: the cause chain goes into workflow history, and some providers echo
+        # the request (with its key) in their error text.
+        raise classify_error(call.model, exc) from None
     choice = response.choices[0]
     message = choice.message
     tool_calls = [
@@ -92,17 +94,36 @@ async def call_provider(call: ProviderCall) -> ModelCallResult:
 
 
 def _retry_after(exc: Exception) -> float | None:
-    headers: Any = getattr(exc, "headers", None)
+    """Seconds the provider asked us to wait (Retry-After or retry-after-ms), if it said."""
     response = getattr(exc, "response", None)
-    if not headers and response is not None:
-        headers = getattr(response, "headers", None)
-    if not headers:
-        return None
-    value = headers.get("retry-after") or headers.get("Retry-After")
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(exc, "headers", None),
+        getattr(response, "headers", None) if response is not None else None,
+    ):
+        if not headers:
+            continue
+        millis = headers.get("retry-after-ms")
+        seconds = headers.get("retry-after") or headers.get("Retry-After")
+        try:
+            if millis is not None:
+                return max(0.0, float(millis) / 1000)
+            if seconds is not None:
+                return max(0.0, float(seconds))
+        except ValueError:
+            continue
+    return None
+
+
+def key_variable(model: str) -> str:
+    """The environment variable holding the provider key for `model`, e.g. OPENAI_API_KEY."""
+    import litellm
+
     try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+        provider = litellm.get_llm_provider(model)[1]
+    except Exception:  # noqa: BLE001 - an unknown provider falls back to the model prefix
+        provider = model.split("/", 1)[0]
+    return f"{provider.upper()}_API_KEY"
 
 
 def classify_error(model: str, exc: Exception) -> ApplicationError:
@@ -116,7 +137,8 @@ def classify_error(model: str, exc: Exception) -> ApplicationError:
         403,
     ):
         return ApplicationError(
-            f"{model}: the provider rejected the credentials; check the API key for this provider",
+            f"{model}: the provider rejected the credentials; check {key_variable(model)} "
+            "in the worker's environment",
             type="ModelAuthError",
             non_retryable=True,
         )

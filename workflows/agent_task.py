@@ -327,6 +327,9 @@ class AgentTaskWorkflow:
         )
         self.pending = []
         self.transcript_upto = summary.transcript_upto
+        if summary.finish_reason == "budget":
+            self._record("model", "could not summarise: the budget refused the call")
+            return
         self.summary_upto = summary.transcript_upto
         self.usage.prompt_tokens += summary.usage.prompt_tokens
         self.usage.completion_tokens += summary.usage.completion_tokens
