@@ -6,6 +6,7 @@ from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from config.settings import Settings
+from workers.telemetry import tracing_interceptors
 
 
 async def connect(settings: Settings) -> Client:
@@ -17,6 +18,7 @@ async def connect(settings: Settings) -> Client:
             data_converter=pydantic_data_converter,
             tls=settings.temporal_tls or bool(api_key),
             api_key=api_key,
+            interceptors=tracing_interceptors(settings),
         )
     except RuntimeError as exc:
         raise RuntimeError(

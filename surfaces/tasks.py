@@ -10,7 +10,7 @@ import hashlib
 import re
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.agent_store import StoredAgent
@@ -33,11 +33,11 @@ def task_id_for(surface: str, event_id: str) -> str:
 def task_search_attributes(agent: StoredAgent, context: SurfaceContext) -> TypedSearchAttributes:
     return TypedSearchAttributes(
         [
-            search.AGENT.value_set(agent.name),
-            search.WORKSPACE.value_set(agent.workspace),
-            search.CHANNEL.value_set(context.channel),
-            search.SURFACE.value_set(context.surface),
-            search.STATUS.value_set(TaskStatus.RUNNING.value),
+            SearchAttributePair(search.AGENT, agent.name),
+            SearchAttributePair(search.WORKSPACE, agent.workspace),
+            SearchAttributePair(search.CHANNEL, context.channel),
+            SearchAttributePair(search.SURFACE, context.surface),
+            SearchAttributePair(search.STATUS, TaskStatus.RUNNING.value),
         ]
     )
 

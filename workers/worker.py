@@ -23,6 +23,8 @@ from activities.surface import (
 from activities.tools.runner import run_tool
 from config.settings import Settings
 from workers.sandbox import workflow_runner
+from workers.telemetry import worker_interceptors
+from workflows.agent_budget import AgentBudgetWorkflow
 from workflows.agent_task import AgentTaskWorkflow
 
 # Defaults sized for a 2-core machine; production overrides them by environment.
@@ -31,7 +33,7 @@ MAX_CONCURRENT_WORKFLOW_TASKS = 100
 MAX_CACHED_WORKFLOWS = 1000
 
 
-WORKFLOWS: Sequence[type] = (AgentTaskWorkflow, MemoryRetentionWorkflow)
+WORKFLOWS: Sequence[type] = (AgentTaskWorkflow, MemoryRetentionWorkflow, AgentBudgetWorkflow)
 
 ACTIVITIES: Sequence[Callable[..., Any]] = (
     call_model,
@@ -53,6 +55,8 @@ def build_worker(
     *,
     activities: Sequence[Callable[..., Any]] | None = None,
     max_cached_workflows: int = MAX_CACHED_WORKFLOWS,
+    max_concurrent_activities: int = MAX_CONCURRENT_ACTIVITIES,
+    max_concurrent_workflow_tasks: int = MAX_CONCURRENT_WORKFLOW_TASKS,
     **worker_options: Any,
 ) -> Worker:
     """A worker for every OpenLoop workflow and activity (tests may swap in stand-ins)."""
@@ -65,8 +69,9 @@ def build_worker(
         workflows=list(WORKFLOWS),
         activities=list(activities if activities is not None else ACTIVITIES),
         workflow_runner=workflow_runner(),
-        max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
-        max_concurrent_workflow_tasks=MAX_CONCURRENT_WORKFLOW_TASKS,
+        max_concurrent_activities=max_concurrent_activities,
+        max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
         max_cached_workflows=max_cached_workflows,
+        interceptors=[*worker_interceptors(), *worker_options.pop("interceptors", ())],
         **worker_options,
     )

@@ -1,0 +1,293 @@
+"""The usage ledger (one row per model call) and the audit trail (tool calls, approvals,
+operator actions), plus the read-side queries behind `openloop usage` and `GET /usage|/audit`.
+
+`write_usage` and `write_audit` take an open connection so a caller can put them in its
+own transaction; each is idempotent on (task_id, key), so a retried activity writes its row
+once. Audit rows never hold raw arguments: a sha256 of their canonical JSON (to tie a
+decision to the exact action) and a redacted, truncated preview for people.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from psycopg import AsyncConnection
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+from temporalio import activity
+
+from activities.agent_store import list_agents
+from activities.runtime import runtime
+from workflows.types import ActivityName, AuditEvent
+
+SECRET_KEY_HINTS = ("token", "key", "secret", "password", "passwd", "authorization", "cookie")
+# Token shapes that must not reach a preview even under an innocent key name.
+_TOKEN_VALUE = re.compile(
+    r"(xox[abposr]-[\w-]{6,}|gh[pousr]_\w{12,}|github_pat_\w{12,}|sk-[\w-]{12,}|Bearer\s+\S{8,})"
+)
+MASK = "***"
+PREVIEW_VALUE_CHARS = 160
+PREVIEW_LIST_ITEMS = 20
+PREVIEW_DEPTH = 4
+TOP_TASKS = 20
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """One model call's usage; `key` is unique within the task (default `model:<step>`)."""
+
+    task_id: str
+    step: int
+    agent: str
+    workspace: str
+    channel: str
+    surface: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    key: str = ""
+    task_kind: str = ""
+    created_at: datetime | None = None  # None: the database's now()
+
+
+async def write_usage(conn: AsyncConnection[Any], row: UsageRow) -> bool:
+    """Insert the usage row; False when a row with the same (task_id, key) already exists."""
+    cursor = await conn.execute(
+        "INSERT INTO usage_ledger (task_id, key, step, workspace, agent, channel, surface,"
+        " task_kind, model, prompt_tokens, completion_tokens, cost_usd, created_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s, now()))"
+        " ON CONFLICT (task_id, key) DO NOTHING RETURNING id",
+        (
+            row.task_id, row.key or f"model:{row.step}", row.step, row.workspace, row.agent,
+            row.channel, row.surface, row.task_kind, row.model, row.prompt_tokens,
+            row.completion_tokens, row.cost_usd, row.created_at,
+        ),
+    )
+    return await cursor.fetchone() is not None
+
+
+def arguments_digest(arguments: dict[str, object] | None) -> str | None:
+    if arguments is None:
+        return None
+    canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def redact(value: Any, depth: int = 0) -> Any:
+    """A preview of `value`: secret-looking keys masked, long strings and lists cut short."""
+    if depth >= PREVIEW_DEPTH:
+        return "…"
+    if isinstance(value, dict):
+        return {
+            str(k): MASK if _secret_key(str(k)) else redact(v, depth + 1) for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        items = [redact(v, depth + 1) for v in value[:PREVIEW_LIST_ITEMS]]
+        if len(value) > PREVIEW_LIST_ITEMS:
+            items.append(f"…(+{len(value) - PREVIEW_LIST_ITEMS} more)")
+        return items
+    if isinstance(value, str):
+        text = _TOKEN_VALUE.sub(MASK, value)
+        if len(text) > PREVIEW_VALUE_CHARS:
+            return f"{text[:PREVIEW_VALUE_CHARS]}…({len(value)} chars)"
+        return text
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return redact(str(value), depth)
+
+
+def _secret_key(name: str) -> bool:
+    lowered = name.lower()
+    return any(hint in lowered for hint in SECRET_KEY_HINTS)
+
+
+async def write_audit(conn: AsyncConnection[Any], event: AuditEvent) -> bool:
+    """Insert the audit row; False when a row with the same (task_id, key) already exists."""
+    preview = None if event.arguments is None else json.dumps(redact(event.arguments))
+    cursor = await conn.execute(
+        "INSERT INTO audit_log (task_id, key, step, workspace, agent, channel, kind, actor,"
+        " approver, tool, arguments_sha256, arguments_preview, outcome)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s)"
+        " ON CONFLICT (task_id, key) DO NOTHING RETURNING id",
+        (
+            event.task_id, event.key, event.step, event.workspace, event.agent, event.channel,
+            event.kind, event.actor, event.approver, event.tool,
+            arguments_digest(event.arguments), preview, event.outcome,
+        ),
+    )
+    return await cursor.fetchone() is not None
+
+
+@activity.defn(name=ActivityName.RECORD_AUDIT)
+async def record_audit(event: AuditEvent) -> None:
+    """Write one audit row (idempotent: a retry of this activity writes nothing new)."""
+    pool = await runtime().pool()
+    async with pool.connection() as conn:
+        await write_audit(conn, event)
+
+
+# Read side -----------------------------------------------------------------------------
+
+
+def month_start(now: datetime) -> datetime:
+    """Budgets are monthly, by calendar month in UTC."""
+    now = now.astimezone(UTC)
+    return now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def _filters(agent: str | None, channel: str | None) -> tuple[str, dict[str, Any]]:
+    clauses, params = ["created_at >= %(from)s"], {}
+    if agent:
+        clauses.append("agent = %(agent)s")
+        params["agent"] = agent
+    if channel:
+        clauses.append("channel = %(channel)s")
+        params["channel"] = channel
+    return " AND ".join(clauses), params
+
+
+async def usage_report(
+    pool: AsyncConnectionPool,
+    *,
+    agent: str | None = None,
+    channel: str | None = None,
+    since: datetime | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Spend since `since` (default: this month) by agent, channel, model and task, with each
+    agent's and channel's month-to-date spend against its monthly budget, and daily spend
+    this month for a burn-down."""
+    now = (now or datetime.now(UTC)).astimezone(UTC)
+    start = month_start(now)
+    since = (since or start).astimezone(UTC)
+    where, params = _filters(agent, channel)
+    params.update({"from": min(since, start), "since": since, "month": start})
+    sums = (
+        "count(*) FILTER (WHERE created_at >= %(since)s) AS calls,"
+        " COALESCE(sum(prompt_tokens) FILTER (WHERE created_at >= %(since)s), 0) AS prompt_tokens,"
+        " COALESCE(sum(completion_tokens) FILTER (WHERE created_at >= %(since)s), 0)"
+        " AS completion_tokens,"
+        " COALESCE(sum(cost_usd) FILTER (WHERE created_at >= %(since)s), 0) AS cost_usd,"
+        " COALESCE(sum(cost_usd) FILTER (WHERE created_at >= %(month)s), 0) AS month_usd"
+    )
+    groups = {
+        "by_agent": "workspace, agent",
+        "by_channel": "workspace, agent, channel",
+        "by_model": "model",
+        "by_task": "task_id, agent, channel, surface",
+    }
+    report: dict[str, Any] = {
+        "since": since.isoformat(), "until": now.isoformat(), "month_start": start.isoformat(),
+        "filters": {"agent": agent, "channel": channel},
+    }
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(f"SELECT {sums} FROM usage_ledger WHERE {where}", params)
+        report["total"] = _clean(await cur.fetchone() or {})
+        for name, columns in groups.items():
+            extra = ", max(created_at) AS last_at" if name == "by_task" else ""
+            limit = f" LIMIT {TOP_TASKS}" if name == "by_task" else ""
+            await cur.execute(
+                f"SELECT {columns}, {sums}{extra} FROM usage_ledger WHERE {where}"
+                f" GROUP BY {columns} HAVING count(*) FILTER (WHERE created_at >= %(since)s) > 0"
+                f" ORDER BY cost_usd DESC, {columns}{limit}",
+                params,
+            )
+            report[name] = [_clean(row) for row in await cur.fetchall()]
+        await cur.execute(
+            "SELECT (created_at AT TIME ZONE 'UTC')::date AS day, sum(cost_usd) AS cost_usd"
+            f" FROM usage_ledger WHERE {where} AND created_at >= %(month)s GROUP BY 1 ORDER BY 1",
+            params,
+        )
+        report["daily"] = [_clean(row) for row in await cur.fetchall()]
+    await _attach_budgets(pool, report, agent, channel)
+    return report
+
+
+async def _attach_budgets(
+    pool: AsyncConnectionPool, report: dict[str, Any], agent: str | None, channel: str | None
+) -> None:
+    budgets = {(a.workspace, a.name): a for a in await list_agents(pool)}
+    for row in report["by_agent"]:
+        stored = budgets.get((row["workspace"], row["agent"]))
+        _budget(row, stored.config.spec.budget.monthly_usd if stored else None)
+    for row in report["by_channel"]:
+        stored = budgets.get((row["workspace"], row["agent"]))
+        _budget(row, stored.config.spec.budget.per_channel_monthly_usd if stored else None)
+    # The budget the burn-down is drawn against: the selection's monthly budget.
+    selected = [s for s in budgets.values() if agent is None or s.name == agent]
+    if channel:
+        used = {(r["workspace"], r["agent"]) for r in report["by_channel"]}
+        amounts = [
+            s.config.spec.budget.per_channel_monthly_usd
+            for s in selected
+            if (s.workspace, s.name) in used or _serves_channel(s.config.spec, channel)
+        ]
+    else:
+        amounts = [s.config.spec.budget.monthly_usd for s in selected]
+    known = [a for a in amounts if a is not None]
+    report["budget_usd"] = round(sum(known), 6) if known else None
+
+
+def _serves_channel(spec: Any, channel: str) -> bool:
+    slack = spec.surfaces.slack
+    return slack is not None and channel in slack.channels
+
+
+def _budget(row: dict[str, Any], monthly: float | None) -> None:
+    row["monthly_budget_usd"] = monthly
+    row["remaining_usd"] = None if monthly is None else round(monthly - row["month_usd"], 6)
+
+
+def _clean(row: dict[str, Any]) -> dict[str, Any]:
+    """JSON-ready values: ISO timestamps and dates, floats rounded to micro-dollars."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, datetime | date):
+            value = value.isoformat()
+        elif isinstance(value, float):
+            value = round(value, 6)
+        out[key] = value
+    return out
+
+
+async def list_audit(
+    pool: AsyncConnectionPool,
+    *,
+    task_id: str | None = None,
+    agent: str | None = None,
+    channel: str | None = None,
+    kind: str | None = None,
+    tool: str | None = None,
+    since: datetime | None = None,
+    limit: int = 100,
+) -> list[dict[str, Any]]:
+    """Audit rows, newest first, filtered by any of the given fields."""
+    clauses: list[str] = []
+    params: dict[str, Any] = {"limit": max(1, min(limit, 1000))}
+    for column, value in (
+        ("task_id", task_id), ("agent", agent), ("channel", channel), ("kind", kind),
+        ("tool", tool),
+    ):
+        if value:
+            clauses.append(f"{column} = %({column})s")
+            params[column] = value
+    if since is not None:
+        clauses.append("created_at >= %(since)s")
+        params["since"] = since
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    async with pool.connection() as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            "SELECT id, task_id, step, key, workspace, agent, channel, kind, actor, approver,"
+            " tool, arguments_sha256, arguments_preview, outcome, created_at"
+            f" FROM audit_log {where} ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
+            params,
+        )
+        return [_clean(row) for row in await cur.fetchall()]

@@ -1,0 +1,267 @@
+"""Agent memory on PostgreSQL + pgvector: `remember`, the `recall` activity, `search`,
+`list_memories`, `forget` (audited) and the retention purge (`purge_expired` and its
+activity, run daily by the `MemoryRetentionWorkflow` schedule).
+
+Every row carries workspace, agent, scope, scope key, content, its source (workflow id +
+step), the embedding model that made its vector, created and expiry times. How recall keeps
+to one scope and still returns k rows from a small scope is in `activities.memory_search`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection, sql
+from psycopg.rows import dict_row
+from temporalio import activity
+
+from activities.embeddings import Embeddings, embed, is_offline
+from activities.memory_search import (
+    HNSW_MAX_DIMS,
+    ConnOrPool,
+    connection,
+    hnsw_index_name,
+    partition_of,
+    search,
+    search_with_usage,
+    vector_literal,
+)
+from activities.runtime import runtime
+from config.agent import OFFLINE_EMBEDDING
+from workflows.retention import PURGE_EXPIRED_MEMORIES, PurgeInput, PurgeResult
+from workflows.types import ActivityName, AuditEvent, MemoryScopeRef, RecallInput, RecallResult
+
+__all__ = [
+    "StoredMemory", "ensure_model_index", "forget", "list_memories", "partition_of",
+    "purge_expired", "purge_expired_memories", "recall", "remember", "remember_with_usage",
+    "search", "search_with_usage",
+]
+
+MAX_CONTENT_CHARS = 4000
+PURGE_BATCH_ROWS = 5_000
+_indexed: set[tuple[str, int]] = {(OFFLINE_EMBEDDING, 256)}  # created by the migration
+
+
+@dataclass(frozen=True)
+class StoredMemory:
+    id: str
+    workspace: str
+    agent: str
+    scope: str
+    scope_key: str
+    content: str
+    embedding_model: str
+    source_task_id: str
+    source_step: int
+    created_at: datetime
+    expires_at: datetime
+
+
+async def ensure_model_index(conn: AsyncConnection[Any], model: str, dims: int) -> None:
+    """Give `model` its own partial HNSW index at its dimension (once per process)."""
+    if (model, dims) in _indexed or dims > HNSW_MAX_DIMS:
+        return
+    name = hnsw_index_name(model)
+    async with conn.transaction():
+        # Two workers meeting a new model together must not race on the index name.
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
+        await conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON memories USING hnsw "
+                "((embedding::vector({})) vector_cosine_ops) WHERE embedding_model = {}"
+            ).format(sql.Identifier(name), sql.Literal(dims), sql.Literal(model))
+        )
+    _indexed.add((model, dims))
+
+
+async def remember(
+    conn_or_pool: ConnOrPool,
+    scope: MemoryScopeRef,
+    content: str,
+    source_task_id: str,
+    source_step: int,
+    idempotency_key: str,
+    *,
+    created_at: datetime | None = None,
+) -> tuple[str, bool]:
+    """Store `content` in `scope`; returns (memory id, created). A retry finds its first row."""
+    memory_id, created, _ = await remember_with_usage(
+        conn_or_pool, scope, content, source_task_id, source_step, idempotency_key,
+        created_at=created_at,
+    )
+    return memory_id, created
+
+
+async def remember_with_usage(
+    conn_or_pool: ConnOrPool,
+    scope: MemoryScopeRef,
+    content: str,
+    source_task_id: str,
+    source_step: int,
+    idempotency_key: str,
+    *,
+    created_at: datetime | None = None,
+) -> tuple[str, bool, Embeddings | None]:
+    """`remember`, also returning the embedding call (None when the row already existed)."""
+    content = content.strip()
+    if not content:
+        raise ValueError("memory content is empty")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise ValueError(f"memory content is {len(content)} characters; at most {MAX_CONTENT_CHARS}")
+    partition_of(scope)  # validates scope and key before any work
+    key = idempotency_key or f"{source_task_id}:{source_step}"
+    async with connection(conn_or_pool) as conn:
+        existing = await _id_for_key(conn, key)
+        if existing is not None:  # a retry: skip the (possibly paid) embedding call
+            return existing, False, None
+        emb = await embed(scope.embedding, [content])
+        await ensure_model_index(conn, emb.model, emb.dims)
+        cursor = await conn.execute(
+            "INSERT INTO memories (workspace, agent, scope, scope_key, content, embedding_model,"
+            " embedding_dims, embedding, source_task_id, source_step, idempotency_key,"
+            " created_at, expires_at)"
+            " VALUES (%(ws)s, %(agent)s, %(scope)s, %(key)s, %(content)s, %(model)s, %(dims)s,"
+            " %(vec)s::vector, %(task)s, %(step)s, %(idem)s, COALESCE(%(at)s, now()),"
+            " COALESCE(%(at)s, now()) + make_interval(days => %(days)s))"
+            " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+            {
+                "ws": scope.workspace, "agent": scope.agent, "scope": scope.scope,
+                "key": scope.scope_key, "content": content, "model": emb.model,
+                "dims": emb.dims, "vec": vector_literal(emb.vectors[0]), "task": source_task_id,
+                "step": source_step, "idem": key, "at": created_at, "days": scope.retention_days,
+            },
+        )
+        row = await cursor.fetchone()
+        if row is not None:
+            return str(_first(row)), True, emb
+        raced = await _id_for_key(conn, key)  # a concurrent retry inserted it first
+        assert raced is not None
+        return raced, False, emb
+
+
+async def _id_for_key(conn: AsyncConnection[Any], key: str) -> str | None:
+    cursor = await conn.execute("SELECT id FROM memories WHERE idempotency_key = %s", (key,))
+    row = await cursor.fetchone()
+    return None if row is None else str(_first(row))
+
+
+def _first(row: Any) -> Any:
+    return next(iter(row.values())) if isinstance(row, dict) else row[0]
+
+
+@activity.defn(name=ActivityName.RECALL)
+async def recall(inp: RecallInput) -> RecallResult:
+    """The k memories of the task's scope that best fit the query."""
+    pool = await runtime().pool()
+    items, emb = await search_with_usage(pool, inp.memory, inp.query, inp.k)
+    if emb is not None and not is_offline(emb.model):
+        # A paid embedding call is a model call: it goes in the ledger, once per activity.
+        from activities.ledger import UsageRow, write_usage
+
+        info = activity.info()
+        channel = inp.memory.scope_key if inp.memory.scope == "channel" else ""
+        async with pool.connection() as conn:
+            await write_usage(conn, UsageRow(
+                task_id=inp.task_id, step=0, agent=inp.memory.agent,
+                workspace=inp.memory.workspace, channel=channel, surface="",
+                model=emb.model, prompt_tokens=emb.prompt_tokens, completion_tokens=0,
+                cost_usd=emb.cost_usd, key=f"recall:{info.activity_id}", task_kind="embedding",
+            ))
+    return RecallResult(items=items)
+
+
+# Operator side: list, forget, purge ------------------------------------------------------
+
+_STORED_COLUMNS = (
+    "id, workspace, agent, scope, scope_key, content, embedding_model, source_task_id,"
+    " source_step, created_at, expires_at"
+)
+
+
+def _stored(row: dict[str, Any]) -> StoredMemory:
+    return StoredMemory(**{**row, "id": str(row["id"])})
+
+
+async def list_memories(
+    conn_or_pool: ConnOrPool,
+    *,
+    workspace: str | None = None,
+    agent: str | None = None,
+    scope: str | None = None,
+    scope_key: str | None = None,
+    limit: int = 50,
+    include_expired: bool = False,
+) -> list[StoredMemory]:
+    """Memories newest first, filtered by any of the given fields (for operators)."""
+    clauses: list[str] = [] if include_expired else ["expires_at > now()"]
+    params: dict[str, Any] = {"limit": max(1, min(limit, 10_000))}
+    for column, value in (
+        ("workspace", workspace), ("agent", agent), ("scope", scope), ("scope_key", scope_key),
+    ):
+        if value:
+            clauses.append(f"{column} = %({column})s")
+            params[column] = value
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    async with connection(conn_or_pool) as conn:
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            f"SELECT {_STORED_COLUMNS} FROM memories {where}"
+            " ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
+            params,
+        )
+        return [_stored(row) for row in await cur.fetchall()]
+
+
+async def forget(
+    conn_or_pool: ConnOrPool, memory_id: str, actor: str, reason: str = ""
+) -> StoredMemory | None:
+    """Delete one memory and audit who did it, in one transaction; None if it did not exist."""
+    from activities.ledger import write_audit
+
+    if not memory_id.isdigit():
+        return None
+    async with connection(conn_or_pool) as conn, conn.transaction():
+        cur = conn.cursor(row_factory=dict_row)
+        await cur.execute(
+            f"DELETE FROM memories WHERE id = %s RETURNING {_STORED_COLUMNS}", (int(memory_id),)
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        gone = _stored(row)
+        await write_audit(conn, AuditEvent(
+            task_id="operator", step=0, key=f"memory.forget:{gone.id}", agent=gone.agent,
+            workspace=gone.workspace, channel=gone.scope_key if gone.scope == "channel" else "",
+            kind="memory_forgotten", actor=actor, tool="memory.forget",
+            arguments={"memory_id": gone.id, "scope": gone.scope, "scope_key": gone.scope_key,
+                       "content": gone.content, "reason": reason},
+            outcome="deleted",
+        ))
+        return gone
+
+
+async def purge_expired(conn_or_pool: ConnOrPool, batch_size: int = PURGE_BATCH_ROWS) -> int:
+    """Delete one batch of expired memories; returns how many went."""
+    async with connection(conn_or_pool) as conn:
+        cursor = await conn.execute(
+            "DELETE FROM memories WHERE id IN (SELECT id FROM memories WHERE expires_at <= now()"
+            " ORDER BY expires_at LIMIT %s FOR UPDATE SKIP LOCKED)",
+            (batch_size,),
+        )
+        return cursor.rowcount
+
+
+@activity.defn(name=PURGE_EXPIRED_MEMORIES)
+async def purge_expired_memories(inp: PurgeInput) -> PurgeResult:
+    """Purge in short batches, heartbeating between them, until nothing expired is left."""
+    pool = await runtime().pool()
+    deleted = 0
+    for batch in range(1, inp.max_batches + 1):
+        count = await purge_expired(pool, inp.batch_size)
+        deleted += count
+        activity.heartbeat(deleted)
+        if count < inp.batch_size:
+            return PurgeResult(deleted=deleted, batches=batch, finished=True)
+    return PurgeResult(deleted=deleted, batches=inp.max_batches, finished=False)

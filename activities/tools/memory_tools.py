@@ -1,0 +1,86 @@
+"""The `memory.save` and `memory.search` tools: the agent's own scope only (channel, agent or
+workspace, as its spec says), never another one's.
+
+`memory.save` writes with the call's idempotency key, so a retried tool activity stores one
+row. A paid embedding (a LiteLLM model) is written to the usage ledger like any model call.
+"""
+
+from __future__ import annotations
+
+from activities import ledger
+from activities.embeddings import Embeddings, is_offline
+from activities.memory import MAX_CONTENT_CHARS, remember_with_usage, search_with_usage
+from activities.runtime import Runtime
+from activities.tools.registry import ToolError, handler
+from workflows.types import ToolCallInput
+
+DEFAULT_K = 5
+MAX_K = 20
+SNIPPET_CHARS = 300
+
+
+@handler("memory.save")
+async def save(inp: ToolCallInput, rt: Runtime) -> str:
+    content = str(inp.arguments.get("content") or "").strip()
+    if not content:
+        raise ToolError("invalid", "memory.save needs non-empty `content`")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise ToolError(
+            "invalid", f"`content` is {len(content)} characters; save at most {MAX_CONTENT_CHARS}"
+        )
+    pool = await rt.pool()
+    _, _, emb = await remember_with_usage(
+        pool, inp.memory, content, inp.task_id, inp.step, inp.idempotency_key
+    )
+    await _ledger_embedding(rt, inp, emb, "save")
+    return f"Saved to {inp.memory.scope} memory: {content}"
+
+
+@handler("memory.search")
+async def search(inp: ToolCallInput, rt: Runtime) -> str:
+    query = str(inp.arguments.get("query") or "").strip()
+    if not query:
+        raise ToolError("invalid", "memory.search needs a non-empty `query`")
+    try:
+        k = int(inp.arguments.get("k") or DEFAULT_K)  # type: ignore[call-overload]
+    except (TypeError, ValueError) as exc:
+        raise ToolError("invalid", "`k` must be a whole number from 1 to 20") from exc
+    k = max(1, min(k, MAX_K))
+    pool = await rt.pool()
+    items, emb = await search_with_usage(pool, inp.memory, query, k)
+    await _ledger_embedding(rt, inp, emb, "search")
+    if not items:
+        return f"No memories in this {inp.memory.scope} yet."
+    lines = [f"{len(items)} memories from this {inp.memory.scope}, best match first:"]
+    for n, item in enumerate(items, 1):
+        text = " ".join(item.content.split())
+        if len(text) > SNIPPET_CHARS:
+            text = text[:SNIPPET_CHARS] + "…"
+        lines.append(f"{n}. ({item.created_at_iso[:10]}) {text}")
+    return "\n".join(lines)
+
+
+async def _ledger_embedding(
+    rt: Runtime, inp: ToolCallInput, emb: Embeddings | None, what: str
+) -> None:
+    if emb is None or is_offline(emb.model):
+        return
+    pool = await rt.pool()
+    async with pool.connection() as conn:
+        await ledger.write_usage(
+            conn,
+            ledger.UsageRow(
+                task_id=inp.task_id,
+                step=inp.step,
+                agent=inp.memory.agent,
+                workspace=inp.memory.workspace,
+                channel=inp.context.channel,
+                surface=inp.context.surface,
+                model=emb.model,
+                prompt_tokens=emb.prompt_tokens,
+                completion_tokens=0,
+                cost_usd=emb.cost_usd,
+                key=f"embed:{what}:{inp.idempotency_key}",
+                task_kind="embedding",
+            ),
+        )

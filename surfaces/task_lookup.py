@@ -1,0 +1,125 @@
+"""Finding out about one task: describe it, ask it (queries) when a worker can, and say
+what it is doing, why it stopped and what would move it on.
+
+A query on a task (running or closed) is answered by a worker replaying it, so with no
+worker polling the task's queue it would only wait for its timeout; `ask_task` checks for
+a recent poller first and returns None instead, and callers read the history
+(`surfaces.timeline`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import (
+    Client,
+    WorkflowExecutionDescription,
+    WorkflowQueryFailedError,
+    WorkflowQueryRejectedError,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from surfaces.timeline import Entry, Story, parse_iso
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.outcomes import next_action
+from workflows.types import Explanation, TaskStatus, TaskStatusView
+
+QUERY_TIMEOUT = timedelta(seconds=3)  # answering means replaying the task on a worker
+# A live worker long-polls continuously (each poll lasts about a minute at most), so a
+# poller not seen for longer than this has stopped.
+POLLER_FRESHNESS = timedelta(seconds=90)
+
+
+class TaskNotFound(LookupError):
+    """No workflow with this id in the namespace."""
+
+
+async def describe_task(client: Client, task_id: str) -> WorkflowExecutionDescription:
+    try:
+        return await client.get_workflow_handle(task_id).describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            raise TaskNotFound(f"no task {task_id} in namespace {client.namespace}") from None
+        raise
+
+
+async def worker_is_polling(client: Client, task_queue: str) -> bool:
+    """Whether a worker polled the task's workflow queue recently."""
+    response = await client.workflow_service.describe_task_queue(
+        DescribeTaskQueueRequest(
+            namespace=client.namespace,
+            task_queue=TaskQueue(name=task_queue),
+            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        )
+    )
+    fresh_after = datetime.now(UTC) - POLLER_FRESHNESS
+    return any(
+        poller.last_access_time.ToDatetime().replace(tzinfo=UTC) > fresh_after
+        for poller in response.pollers
+    )
+
+
+async def ask_task(
+    client: Client, task_id: str, task_queue: str
+) -> tuple[Explanation, TaskStatusView] | None:
+    """The task's own explanation and status, or None when no worker can answer."""
+    if not await worker_is_polling(client, task_queue):
+        return None
+    handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
+    try:
+        explanation = await handle.query(AgentTaskWorkflow.explain, rpc_timeout=QUERY_TIMEOUT)
+        status = await handle.query(AgentTaskWorkflow.status, rpc_timeout=QUERY_TIMEOUT)
+    except (RPCError, WorkflowQueryFailedError, WorkflowQueryRejectedError, TimeoutError):
+        return None  # a replay that no longer matches the code, a worker gone mid-way
+    return explanation, status
+
+
+def with_refusals(entries: list[Entry], explanation: Explanation) -> list[Entry]:
+    """Add the tool calls the task refused (policy, invalid arguments): they are in its own
+    step records (the `explain` query) but leave no event of their own in the history."""
+    refused = [
+        Entry(parse_iso(step.at_iso), "refused", step.summary, step=step.step, who=step.actor)
+        for step in explanation.steps
+        if step.kind == "refused"
+    ]
+    if not refused:
+        return entries
+    floor = datetime.min.replace(tzinfo=UTC)
+    return sorted(entries + refused, key=lambda entry: entry.at or floor)
+
+
+def while_running(view: TaskStatusView) -> tuple[str, str]:
+    """What a task that has not finished is doing, and what would move it on."""
+    task_id = view.task_id
+    if view.status == TaskStatus.WAITING_APPROVAL and view.pending_approval is not None:
+        approvers = ", ".join(view.pending_approval.approvers) or "an approver"
+        return (
+            f"waiting for {approvers} to approve {view.pending_approval.tool} "
+            f"(expires {view.pending_approval.expires_at_iso})",
+            f"An approver decides: `openloop approve {task_id} --as USER` (add --deny to refuse).",
+        )
+    if view.status == TaskStatus.WAITING_USER:
+        return view.last_action, f"Answer in the thread, or `openloop reply {task_id} \"...\"`."
+    if view.status == TaskStatus.WAITING_BUDGET:
+        return view.last_action, next_action(TaskStatus.BUDGET_EXHAUSTED, task_id)
+    return view.last_action, f"Nothing: the task is working (`openloop tasks show {task_id}`)."
+
+
+def decision_chain(story: Story) -> list[str]:
+    """Why the task went the way it did, from its history: the entries that changed its course."""
+    telling = ("start", "model", "tool", "approval", "status", "signal", "stop", "failure")
+    return [f"{entry.kind}: {entry.what}" for entry in story.entries if entry.kind in telling]
+
+
+def explain_story(story: Story, task_id: str, recorded_status: str) -> tuple[str, str, str]:
+    """Status, reason and next action of a task that no worker can be asked about."""
+    if story.result is not None:
+        return story.result.status.value, story.result.reason, story.result.next_action
+    if story.closed:
+        reason = story.entries[-1].what if story.entries else story.closed
+        action = "Nothing more will happen to it. Ask again if it is still needed."
+        return story.closed.upper(), reason, action
+    return recorded_status, "no worker is running to ask", "Start a worker (`openloop up`)."

@@ -1,0 +1,275 @@
+"""A task's story, step by step, read from its workflow history.
+
+Pure functions over recorded data (no client calls), so `openloop tasks show` and
+`openloop explain` read finished tasks without a worker, and tests can check them directly.
+The history is the source of truth for what happened and when: model calls with their
+tokens and cost, tool calls, approvals with who decided and when, signals, status changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from temporalio.api.common.v1 import Payloads
+from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.converter import decode_search_attributes
+
+from workers.history import event_time, local_activity_type
+from workflows import search
+from workflows.types import (
+    ActivityName,
+    ApprovalDecision,
+    BudgetExtension,
+    CancelRequest,
+    ModelCallInput,
+    ModelCallResult,
+    PostApprovalRequestInput,
+    PostReplyInput,
+    RecallResult,
+    ResolveApprovalRequestInput,
+    TaskInput,
+    TaskResult,
+    ToolCallInput,
+    ToolCallResult,
+    UserMessage,
+)
+
+T = TypeVar("T")
+E = EventType
+
+_SIGNAL_TYPES: dict[str, type] = {
+    "approve": ApprovalDecision,
+    "deny": ApprovalDecision,
+    "user_message": UserMessage,
+    "cancel": CancelRequest,
+    "extend_budget": BudgetExtension,
+}
+_CLOSED = {
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: "terminated",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED: "cancelled from Temporal",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT: "timed out",
+    E.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW: "continued as a new run",
+}
+
+
+@dataclass
+class Entry:
+    at: datetime | None
+    kind: str  # start | model | tool | approval | signal | status | reply | recall | stop
+    what: str
+    step: int | None = None
+    who: str | None = None
+    cost_usd: float = 0.0
+
+
+@dataclass
+class Story:
+    task: TaskInput | None = None
+    result: TaskResult | None = None
+    closed: str | None = None  # how the run ended when it did not return a result
+    entries: list[Entry] = field(default_factory=list)
+
+    @property
+    def cost_usd(self) -> float:
+        return sum(entry.cost_usd for entry in self.entries)
+
+
+def _decode(payloads: Payloads, type_: type[T]) -> T | None:
+    if not payloads.payloads:
+        return None
+    try:
+        return pydantic_data_converter.payload_converter.from_payloads(payloads.payloads, [type_])[0]  # type: ignore[no-any-return]
+    except Exception:  # a payload this version cannot read is skipped, not fatal
+        return None
+
+
+def story_from_history(events: Sequence[HistoryEvent]) -> Story:
+    reader = _Reader()
+    for event in events:
+        reader.read(event)
+    return reader.story
+
+
+@dataclass
+class _Call:
+    call_id: str
+    tool: str
+    step: int | None
+
+
+class _Reader:
+    """Walks a history once; remembers what each completion refers to."""
+
+    def __init__(self) -> None:
+        self.story = Story()
+        self.scheduled: dict[int, HistoryEvent] = {}
+        self.calls: list[_Call] = []  # tool calls of the last model answer not yet run
+
+    def read(self, event: HistoryEvent) -> None:
+        at, kind, story = event_time(event), event.event_type, self.story
+        if kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+            story.task = _decode(event.workflow_execution_started_event_attributes.input, TaskInput)
+            if story.task is not None:
+                who = story.task.context.user
+                story.entries.append(Entry(at, "start", story.task.request[:160], who=who))
+        elif kind == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            self.scheduled[event.event_id] = event
+        elif kind == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+            attrs = event.activity_task_completed_event_attributes
+            started = self.scheduled.get(attrs.scheduled_event_id)
+            entry = _completed(started, attrs.result, at) if started is not None else None
+            if started is not None and entry is not None:
+                self._note_calls(started, attrs.result, entry)
+                story.entries.append(entry)
+        elif kind in (E.EVENT_TYPE_ACTIVITY_TASK_FAILED, E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
+            story.entries.append(_activity_failed(event, self.scheduled, at))
+        elif kind == E.EVENT_TYPE_MARKER_RECORDED:
+            entry = self._local(event, at)
+            if entry is not None:
+                story.entries.append(entry)
+        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+            story.entries.append(_signal(event, at))
+        elif kind == E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+            found_status = decode_search_attributes(
+                event.upsert_workflow_search_attributes_event_attributes.search_attributes
+            ).get(search.STATUS.name)
+            if found_status:
+                story.entries.append(Entry(at, "status", f"now {found_status[0]}"))
+        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+            story.result = _decode(event.workflow_execution_completed_event_attributes.result, TaskResult)
+            if story.result is not None:
+                what = f"{story.result.status.value}: {story.result.reason}"
+                story.entries.append(Entry(at, "stop", what, step=story.result.steps))
+        elif kind in _CLOSED:
+            story.closed = _CLOSED[kind]
+            message = _failure_message(event)
+            story.entries.append(Entry(at, "stop", story.closed + (f": {message}" if message else "")))
+
+    def _note_calls(self, scheduled: HistoryEvent, result: Payloads, entry: Entry) -> None:
+        name = scheduled.activity_task_scheduled_event_attributes.activity_type.name
+        if name == ActivityName.CALL_MODEL:
+            answer = _decode(result, ModelCallResult)
+            calls = answer.tool_calls if answer else []
+            self.calls = [_Call(c.id, c.name.replace("__", "."), entry.step) for c in calls]
+        elif name == ActivityName.RUN_TOOL:
+            ran = _decode(scheduled.activity_task_scheduled_event_attributes.input, ToolCallInput)
+            self.calls = [c for c in self.calls if ran is None or c.call_id != ran.call_id]
+
+    def _local(self, event: HistoryEvent, at: datetime) -> Entry | None:
+        """A local activity's marker: its result is recorded, its input is not."""
+        name = local_activity_type(event)
+        result = event.marker_recorded_event_attributes.details.get("result") or Payloads()
+        if name == ActivityName.RECALL:
+            found = _decode(result, RecallResult)
+            return Entry(at, "recall", f"recalled {len(found.items) if found else 0} memories")
+        if name != ActivityName.RUN_TOOL:
+            return None
+        out = _decode(result, ToolCallResult)
+        summary = event.user_metadata.summary.data.decode(errors="replace")
+        # The tool is the next call of the model's answer; the summary names it when set.
+        candidates = [c for c in self.calls if f"run {c.tool}" in summary] or self.calls
+        call = candidates[0] if candidates else None
+        if call is not None:
+            self.calls.remove(call)
+        outcome = "ok" if out is None or out.ok else (out.error_kind or "failed")
+        preview = (out.output[:100] if out else "").replace("\n", " ")
+        tool = call.tool if call else "tool"
+        return Entry(at, "tool", f"{tool}: {outcome}: {preview}", step=call.step if call else None)
+
+
+def _activity_failed(event: HistoryEvent, scheduled: dict[int, HistoryEvent], at: datetime) -> Entry:
+    if event.event_type == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+        failed = event.activity_task_failed_event_attributes
+        started, message = scheduled.get(failed.scheduled_event_id), failed.failure.message
+    else:
+        timed_out = event.activity_task_timed_out_event_attributes
+        started, message = scheduled.get(timed_out.scheduled_event_id), timed_out.failure.message
+    name = started.activity_task_scheduled_event_attributes.activity_type.name if started else "activity"
+    return Entry(at, "failure", f"{name} failed: {message}")
+
+
+def _failure_message(event: HistoryEvent) -> str:
+    if event.HasField("workflow_execution_failed_event_attributes"):
+        return event.workflow_execution_failed_event_attributes.failure.message
+    if event.HasField("workflow_execution_terminated_event_attributes"):
+        return event.workflow_execution_terminated_event_attributes.reason
+    return ""
+
+
+def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry | None:
+    attrs = scheduled.activity_task_scheduled_event_attributes
+    name = attrs.activity_type.name
+    if name == ActivityName.CALL_MODEL:
+        inp = _decode(attrs.input, ModelCallInput)
+        out = _decode(result, ModelCallResult)
+        if out is None:
+            return None
+        usage = out.usage
+        did = f"{len(out.tool_calls)} tool call(s)" if out.tool_calls else f"answered ({out.finish_reason})"
+        if out.tool_calls:
+            did += ": " + ", ".join(call.name.replace("__", ".") for call in out.tool_calls)
+        what = f"{usage.model}: {did}; {usage.prompt_tokens}+{usage.completion_tokens} tokens"
+        return Entry(at, "model", what, step=inp.step if inp else None, cost_usd=usage.cost_usd)
+    if name == ActivityName.RUN_TOOL:
+        tool_in = _decode(attrs.input, ToolCallInput)
+        tool_out = _decode(result, ToolCallResult)
+        if tool_in is None:
+            return None
+        outcome = "ok" if tool_out is None or tool_out.ok else (tool_out.error_kind or "failed")
+        preview = (tool_out.output[:100] if tool_out else "").replace("\n", " ")
+        who = tool_in.approval.approver if tool_in.approval else None
+        return Entry(at, "tool", f"{tool_in.tool}: {outcome}: {preview}", step=tool_in.step, who=who)
+    if name == ActivityName.POST_APPROVAL_REQUEST:
+        asked = _decode(attrs.input, PostApprovalRequestInput)
+        if asked is None:
+            return None
+        approvers = ", ".join(asked.request.approvers) or "any approver"
+        return Entry(at, "approval", f"asked {approvers} to approve {asked.request.tool}")
+    if name == ActivityName.RESOLVE_APPROVAL_REQUEST:
+        decided = _decode(attrs.input, ResolveApprovalRequestInput)
+        if decided is None:
+            return None
+        when = parse_iso(decided.decided_at_iso) or at
+        by = f" by {decided.decided_by}" if decided.decided_by else ""
+        what = f"{decided.request.tool} {decided.outcome}{by}"
+        return Entry(when, "approval", what, who=decided.decided_by)
+    if name == ActivityName.POST_REPLY:
+        reply = _decode(attrs.input, PostReplyInput)
+        if reply is None:
+            return None
+        text = reply.text.strip().replace("\n", " ")[:100]
+        return Entry(at, "reply", f"{reply.status.value}: {text}", step=reply.step)
+    return None
+
+
+def _signal(event: HistoryEvent, at: datetime) -> Entry:
+    attrs = event.workflow_execution_signaled_event_attributes
+    value: Any = _decode(attrs.input, _SIGNAL_TYPES.get(attrs.signal_name, dict))
+    name = attrs.signal_name
+    if isinstance(value, ApprovalDecision):
+        return Entry(at, "signal", f"{name} from {value.approver}", who=value.approver)
+    if isinstance(value, UserMessage):
+        return Entry(at, "signal", f"message from {value.user}: {value.text[:100]}", who=value.user)
+    if isinstance(value, CancelRequest):
+        reason = f": {value.reason}" if value.reason else ""
+        return Entry(at, "signal", f"cancel from {value.by}{reason}", who=value.by)
+    if isinstance(value, BudgetExtension):
+        what = (
+            f"extend budget from {value.by}: +${value.usd:.2f}, +{value.tokens} tokens, "
+            f"+{value.iterations} iterations"
+        )
+        return Entry(at, "signal", what, who=value.by)
+    return Entry(at, "signal", name)
+
+
+def parse_iso(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None

@@ -1,0 +1,205 @@
+"""Record the histories of representative tasks into tests/workflow/histories/ (the replay gate).
+
+Run by hand after a deliberate, replay-safe change to the workflow, then commit the JSON:
+
+    python -m tests.workflow.record_histories
+
+Each scenario runs the real AgentTaskWorkflow with scripted stand-in activities on the
+time-skipping test server (days of waiting take milliseconds) and keeps its history. The
+histories are never re-recorded to make a failing replay test pass: a workflow change that
+cannot replay them must go behind `workflow.patched`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+from temporalio.client import WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from config.loader import parse_agent
+from tests.workflow.scripted import Script, say, use
+from workers.embedded import find_binary
+from workers.history import fetch_history, write_history
+from workers.interceptors import TaskTelemetryInterceptor
+from workers.sandbox import workflow_runner
+from workers.setup import register_search_attributes
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.types import (
+    ApprovalDecision,
+    SurfaceContext,
+    TaskInput,
+    TaskResult,
+    TaskStatus,
+    UserMessage,
+)
+
+HISTORIES = Path(__file__).parent / "histories"
+
+HELPER_YAML = """
+apiVersion: openloop.ai/v1alpha1
+kind: Agent
+metadata: {name: helper}
+spec:
+  model_policy: {default: scripted/model}
+  tools:
+    - {name: memory.search, permissions: ["memory:read"]}
+  approvals: {ttl: 1h}
+  budget: {per_task_usd: 0.01}
+"""
+
+ISSUES_YAML = """
+apiVersion: openloop.ai/v1alpha1
+kind: Agent
+metadata: {name: triage}
+spec:
+  model_policy: {default: scripted/model}
+  tools:
+    - {name: github.create_issue, permissions: ["issues:write"]}
+  approvals:
+    require_for: [github.create_issue]
+    approvers: [U_ALICE]
+    ttl: 72h
+"""
+ISSUE_ARGS = json.dumps({"repo": "acme/platform", "title": "Flaky deploy step"})
+SEARCH_ARGS = json.dumps({"query": "deploy runbook"})
+
+Handle = WorkflowHandle[AgentTaskWorkflow, TaskResult]
+Drive = Callable[[WorkflowEnvironment, Handle], Awaitable[None]]
+
+
+async def _nothing(env: WorkflowEnvironment, handle: Handle) -> None:
+    return None
+
+
+async def wait_for_status(handle: Handle, status: TaskStatus) -> None:
+    for _ in range(200):
+        if (await handle.query(AgentTaskWorkflow.status)).status == status:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{handle.id} never reached {status}")
+
+
+async def _approve(env: WorkflowEnvironment, handle: Handle) -> None:
+    await wait_for_status(handle, TaskStatus.WAITING_APPROVAL)
+    pending = (await handle.query(AgentTaskWorkflow.status)).pending_approval
+    assert pending is not None
+    await env.sleep(timedelta(hours=5))
+    await handle.signal(
+        AgentTaskWorkflow.approve, ApprovalDecision(pending.request_id, pending.action_id, "U_ALICE")
+    )
+
+
+async def _let_expire(env: WorkflowEnvironment, handle: Handle) -> None:
+    await wait_for_status(handle, TaskStatus.WAITING_APPROVAL)
+    await env.sleep(timedelta(hours=72, minutes=1))
+
+
+async def _budget_runs_out(env: WorkflowEnvironment, handle: Handle) -> None:
+    await wait_for_status(handle, TaskStatus.WAITING_BUDGET)
+    await env.sleep(timedelta(hours=1, minutes=1))
+
+
+async def _answer_question(env: WorkflowEnvironment, handle: Handle) -> None:
+    await wait_for_status(handle, TaskStatus.WAITING_USER)
+    await env.sleep(timedelta(minutes=10))
+    await handle.signal(AgentTaskWorkflow.user_message, UserMessage("U_BOB", "staging, please"))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    agent_yaml: str
+    request: str
+    script: Callable[[], Script]
+    drive: Drive
+    expected: TaskStatus
+
+
+SCENARIOS = (
+    Scenario("plain_answer", HELPER_YAML, "where is the deploy runbook?",
+             lambda: Script([say("It is in docs/runbook.md.", (120, 12), 0.0002)]),
+             _nothing, TaskStatus.SUCCESS),
+    Scenario("tool_call", HELPER_YAML, "what did we decide about deploys?",
+             lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
+                             say("We deploy on Tuesdays.", (210, 15), 0.0004)]),
+             _nothing, TaskStatus.SUCCESS),
+    Scenario("approval_approved", ISSUES_YAML, "open an issue for the flaky deploy step",
+             lambda: Script([use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005),
+                             say("Opened the issue.", (260, 10), 0.0004)]),
+             _approve, TaskStatus.SUCCESS),
+    Scenario("approval_expired", ISSUES_YAML, "open an issue for the flaky deploy step",
+             lambda: Script([use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005)]),
+             _let_expire, TaskStatus.APPROVAL_EXPIRED),
+    Scenario("budget_exhausted", HELPER_YAML, "summarise every deploy decision",
+             lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (4000, 200), 0.02)]),
+             _budget_runs_out, TaskStatus.BUDGET_EXHAUSTED),
+    Scenario("follow_up", HELPER_YAML, "deploy the release",
+             lambda: Script([say("Which environment, staging or production?", (90, 9), 0.0001),
+                             say("Deploying to staging.", (130, 6), 0.0002)]),
+             _answer_question, TaskStatus.SUCCESS),
+)
+
+
+def scenario_input(scenario: Scenario) -> TaskInput:
+    return TaskInput(
+        task_id=f"task-cli-recorded-{scenario.name.replace('_', '-')}",
+        agent=parse_agent(scenario.agent_yaml),
+        agent_version=1,
+        context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
+        request=scenario.request,
+    )
+
+
+async def run_scenario(env: WorkflowEnvironment, scenario: Scenario, task_queue: str) -> Handle:
+    """Run one scenario to its end and return its handle (the history is on the server)."""
+    inp = scenario_input(scenario)
+    async with Worker(
+        env.client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=scenario.script().activities(),
+        workflow_runner=workflow_runner(),
+        interceptors=[TaskTelemetryInterceptor()],
+    ):
+        handle = await env.client.start_workflow(
+            AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue,
+            static_summary=f"{inp.agent.name}: {inp.request}",
+        )
+        await scenario.drive(env, handle)
+        result = await handle.result()
+    if result.status != scenario.expected:
+        raise AssertionError(f"{scenario.name}: ended {result.status}, expected {scenario.expected}")
+    return handle
+
+
+async def record(names: list[str]) -> list[Path]:
+    env = await WorkflowEnvironment.start_time_skipping(
+        data_converter=pydantic_data_converter,
+        test_server_existing_path=find_binary("temporal-test-server"),
+    )
+    written: list[Path] = []
+    try:
+        await register_search_attributes(env.client, "default")
+        for scenario in SCENARIOS:
+            if names and scenario.name not in names:
+                continue
+            handle = await run_scenario(env, scenario, f"record-{scenario.name}")
+            history = await fetch_history(env.client, handle.id)
+            written.append(write_history(history, HISTORIES / f"{scenario.name}.json"))
+            print(f"recorded {scenario.name}: {len(history.events)} events")
+    finally:
+        await env.shutdown()
+    return written
+
+
+if __name__ == "__main__":
+    asyncio.run(record(sys.argv[1:]))

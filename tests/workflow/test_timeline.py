@@ -1,0 +1,77 @@
+"""The step timeline read back from the committed histories of real runs (no server needed):
+what `openloop tasks show` and `openloop explain` print for a finished task."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from surfaces.task_lookup import decision_chain, explain_story
+from surfaces.timeline import Entry, Story, story_from_history
+from workers.history import load_history
+from workflows.types import TaskStatus
+
+HISTORIES = Path(__file__).parent / "histories"
+
+
+def story(name: str) -> Story:
+    return story_from_history(load_history(HISTORIES / f"{name}.json").events)
+
+
+def only(entries: list[Entry], kind: str, contains: str) -> Entry:
+    [entry] = [e for e in entries if e.kind == kind and contains in e.what]
+    return entry
+
+
+def test_an_approved_action_shows_who_approved_it_and_when() -> None:
+    told = story("approval_approved")
+    assert told.result is not None and told.result.status == TaskStatus.SUCCESS
+    asked = only(told.entries, "approval", "asked U_ALICE to approve github.create_issue")
+    signal = only(told.entries, "signal", "approve from U_ALICE")
+    approved = only(told.entries, "approval", "github.create_issue approved by U_ALICE")
+    assert approved.who == signal.who == "U_ALICE"
+    assert asked.at is not None and approved.at is not None
+    assert approved.at - asked.at == pytest.approx(timedelta(hours=5), abs=timedelta(seconds=5))
+    tool = only(told.entries, "tool", "github.create_issue: ok")
+    assert tool.who == "U_ALICE" and tool.step == 1
+    kinds = [e.kind for e in told.entries]
+    assert kinds.index("approval") < kinds.index("signal") < kinds.index("tool")
+    assert told.cost_usd == pytest.approx(0.0009)
+
+
+def test_an_expired_approval_shows_the_wait_and_that_nothing_ran() -> None:
+    told = story("approval_expired")
+    assert told.result is not None and told.result.status == TaskStatus.APPROVAL_EXPIRED
+    asked = only(told.entries, "approval", "asked U_ALICE")
+    expired = only(told.entries, "approval", "github.create_issue expired")
+    assert asked.at is not None and expired.at is not None
+    assert expired.at - asked.at >= timedelta(hours=72)
+    assert not [e for e in told.entries if e.kind == "tool"]
+    status, reason, action = explain_story(told, "task-x", "RUNNING")
+    assert (status, reason) == ("APPROVAL_EXPIRED", "nobody approved github.create_issue within 72h")
+    assert "ping an approver" in action
+
+
+def test_model_steps_carry_tokens_and_cost_and_local_tool_runs_are_named() -> None:
+    told = story("tool_call")
+    models = [e for e in told.entries if e.kind == "model"]
+    assert [e.step for e in models] == [1, 2]
+    assert models[0].what == "scripted/model: 1 tool call(s): memory.search; 150+20 tokens"
+    assert [e.cost_usd for e in models] == pytest.approx([0.0003, 0.0004])
+    # memory.search runs as a local activity: its marker has no input, the tool still shows.
+    assert only(told.entries, "tool", "memory.search: ok").step == 1
+
+
+def test_a_budget_stop_and_a_follow_up_read_as_what_happened() -> None:
+    budget = story("budget_exhausted")
+    assert budget.result is not None and budget.result.status == TaskStatus.BUDGET_EXHAUSTED
+    assert "status: now WAITING_BUDGET" in decision_chain(budget)
+    assert "openloop extend" in budget.result.next_action
+    follow = story("follow_up")
+    asked = only(follow.entries, "reply", "WAITING_USER: Which environment")
+    answered = only(follow.entries, "signal", "message from U_BOB: staging, please")
+    assert asked.at is not None and answered.at is not None
+    assert answered.at - asked.at == pytest.approx(timedelta(minutes=10), abs=timedelta(seconds=5))
+    assert decision_chain(follow)[-1] == "stop: SUCCESS: answered"

@@ -1,0 +1,242 @@
+"""OpenTelemetry tracing and Temporal metrics for the worker, configured by the standard env.
+
+Tracing: spans around workflows and activities come from temporalio's `TracingInterceptor`
+on the client (`StartWorkflow:` is the root; `RunWorkflow:`, `StartActivity:` and
+`CompleteWorkflow:` are its children, each `RunActivity:` a child of its `StartActivity:`);
+`worker_interceptors()` adds the model, tokens and cost to the activity spans.
+Where spans go follows the OpenTelemetry env: `OTEL_TRACES_EXPORTER` (otlp, console, none),
+else OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set, else nowhere.
+`openloop up --trace-console` (OPENLOOP_TRACE_CONSOLE=1) prints them.
+
+Metrics: Temporal's own runtime exports its metrics plus ours (tasks started/finished by
+status, model tokens and cost): a Prometheus endpoint at `OPENLOOP_METRICS_ADDRESS`
+(host:port), or OTLP to the OTel endpoint. The runtime must be installed before the first
+client connects.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
+from temporalio.contrib.opentelemetry import TracingInterceptor
+from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.worker import Interceptor
+
+from config.settings import Settings
+from workflows.types import ModelCallInput, ModelCallResult, ToolCallInput, ToolCallResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SERVICE_NAME = "openloop"
+TRACER_NAME = "openloop"
+
+_configured: TracerProvider | None = None
+
+
+def _env(env: Mapping[str, str], name: str) -> str:
+    return (env.get(name) or "").strip()
+
+
+def _otlp_span_exporter(env: Mapping[str, str]) -> SpanExporter | None:
+    """The OTLP exporter for the configured protocol, or None when its package is missing."""
+    protocol = _env(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or _env(env, "OTEL_EXPORTER_OTLP_PROTOCOL")
+    try:
+        if protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        else:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # type: ignore[assignment]
+                OTLPSpanExporter,
+            )
+    except ImportError:
+        package = "grpc" if protocol == "grpc" else "http"
+        log.warning(
+            "OTLP tracing is configured but its exporter is not installed: "
+            "pip install opentelemetry-exporter-otlp-proto-%s; spans are not exported",
+            package,
+        )
+        return None
+    endpoint = _env(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    base = _env(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not endpoint and base:
+        endpoint = base if protocol == "grpc" else base.rstrip("/") + "/v1/traces"
+    headers = _headers(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS") or _headers(
+        env, "OTEL_EXPORTER_OTLP_HEADERS"
+    )
+    return OTLPSpanExporter(endpoint=endpoint or None, headers=headers or None)
+
+
+def _headers(env: Mapping[str, str], name: str) -> dict[str, str]:
+    """`key=value,key2=value2`, as the OTLP exporter env variables spell headers."""
+    pairs = (pair.split("=", 1) for pair in _env(env, name).split(",") if "=" in pair)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def trace_exporter_names(env: Mapping[str, str], console: bool = False) -> list[str]:
+    """Which exporters the environment asks for (OTLP only when an endpoint is set)."""
+    named = [n.strip() for n in _env(env, "OTEL_TRACES_EXPORTER").split(",") if n.strip()]
+    if not named:
+        endpoint = _env(env, "OTEL_EXPORTER_OTLP_ENDPOINT") or _env(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        named = ["otlp"] if endpoint else []
+    names = [n for n in named if n in ("otlp", "console")]
+    # `openloop up --trace-console` sets OPENLOOP_TRACE_CONSOLE for the worker it starts.
+    console = console or _env(env, "OPENLOOP_TRACE_CONSOLE").lower() in ("1", "true", "yes")
+    if console and "console" not in names:
+        names.append("console")
+    return names
+
+
+def build_tracer_provider(
+    env: Mapping[str, str] | None = None,
+    *,
+    console: bool = False,
+    settings: Settings | None = None,
+) -> TracerProvider | None:
+    """A TracerProvider exporting where the env says, or None when spans go nowhere."""
+    env = os.environ if env is None else env
+    exporters: list[tuple[SpanExporter, bool]] = []  # (exporter, print at once)
+    for name in trace_exporter_names(env, console):
+        if name == "console":
+            exporters.append((ConsoleSpanExporter(out=sys.stdout), True))
+        elif (otlp := _otlp_span_exporter(env)) is not None:
+            exporters.append((otlp, False))
+    if not exporters:
+        return None
+    attributes: dict[str, Any] = {SERVICE_NAME: _env(env, "OTEL_SERVICE_NAME") or DEFAULT_SERVICE_NAME}
+    if settings is not None:
+        attributes["openloop.namespace"] = settings.namespace
+        attributes["openloop.task_queue"] = settings.task_queue
+    provider = TracerProvider(resource=Resource.create(attributes))
+    for exporter, immediate in exporters:
+        processor = SimpleSpanProcessor(exporter) if immediate else BatchSpanProcessor(exporter)
+        provider.add_span_processor(processor)
+    return provider
+
+
+def configure_tracing(settings: Settings | None = None, *, console: bool = False) -> TracerProvider | None:
+    """Install the process-wide TracerProvider from the env, once; later calls return it."""
+    global _configured
+    if _configured is None:
+        _configured = build_tracer_provider(console=console, settings=settings)
+        if _configured is not None:
+            trace.set_tracer_provider(_configured)
+    return _configured
+
+
+def tracing_interceptors(
+    settings: Settings | None = None,
+    *,
+    console: bool = False,
+    tracer_provider: trace.TracerProvider | None = None,
+) -> list[TracingInterceptor]:
+    """Temporal's tracing interceptor, for `Client.connect(interceptors=...)`.
+
+    On the client, starting a task opens a `StartWorkflow:` span that the workflow and every
+    activity of the task hang from (the trace context rides in Temporal headers, so it
+    survives worker restarts and replays); workers built on that client trace through the
+    same interceptor, so do not pass it to the worker as well. Pass `tracer_provider` to
+    export somewhere of your own (tests); otherwise the env decides (`configure_tracing`).
+    """
+    provider = tracer_provider or configure_tracing(settings, console=console)
+    tracer = provider.get_tracer(TRACER_NAME) if provider is not None else None
+    # A task started by a client without tracing still gets workflow spans (as roots).
+    return [TracingInterceptor(tracer, always_create_workflow_spans=True)]
+
+
+def worker_interceptors() -> list[Interceptor]:
+    """For `Worker(interceptors=...)`: model usage on spans, metrics, history summaries."""
+    from workers.interceptors import TaskTelemetryInterceptor
+
+    return [TaskTelemetryInterceptor()]
+
+
+def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: ModelCallResult) -> None:
+    """Model, tokens and cost of one model call on `span` (GenAI semantic convention names)."""
+    if not span.is_recording():
+        return
+    span.set_attributes(
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": inp.models[0] if inp.models else "",
+            "gen_ai.response.model": result.usage.model,
+            "gen_ai.request.max_tokens": inp.max_tokens,
+            "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": result.usage.completion_tokens,
+            "gen_ai.response.finish_reasons": [result.finish_reason],
+            "openloop.cost_usd": result.usage.cost_usd,
+            "openloop.task_id": inp.task_id,
+            "openloop.step": inp.step,
+            "openloop.agent": inp.agent_name,
+            "openloop.purpose": inp.purpose,
+            "openloop.tool_calls": len(result.tool_calls),
+            "openloop.offline": result.offline,
+        }
+    )
+
+
+def record_tool_span_attributes(span: trace.Span, inp: ToolCallInput, result: ToolCallResult) -> None:
+    if not span.is_recording():
+        return
+    span.set_attributes(
+        {
+            "openloop.task_id": inp.task_id,
+            "openloop.step": inp.step,
+            "openloop.tool": inp.tool,
+            "openloop.tool.ok": result.ok,
+            "openloop.tool.error_kind": result.error_kind or "",
+            "openloop.tool.approved_by": inp.approval.approver if inp.approval else "",
+        }
+    )
+
+
+def metrics_config(env: Mapping[str, str] | None = None) -> PrometheusConfig | OpenTelemetryConfig | None:
+    """Where Temporal's runtime sends metrics: Prometheus, OTLP, or nowhere."""
+    env = os.environ if env is None else env
+    if address := _env(env, "OPENLOOP_METRICS_ADDRESS"):
+        return PrometheusConfig(bind_address=address, counters_total_suffix=True)
+    if _env(env, "OTEL_METRICS_EXPORTER") == "none":
+        return None
+    endpoint = _env(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+    base = _env(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+    if not (endpoint or base):
+        return None
+    protocol = _env(env, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL") or _env(env, "OTEL_EXPORTER_OTLP_PROTOCOL")
+    http = protocol != "grpc"  # the OpenTelemetry default is http/protobuf
+    url = endpoint or (base.rstrip("/") + "/v1/metrics" if http else base)
+    headers = _headers(env, "OTEL_EXPORTER_OTLP_METRICS_HEADERS") or _headers(
+        env, "OTEL_EXPORTER_OTLP_HEADERS"
+    )
+    return OpenTelemetryConfig(url=url, headers=headers or None, http=http)
+
+
+def metrics_runtime(env: Mapping[str, str] | None = None) -> Runtime | None:
+    """A Temporal runtime exporting metrics as the env says, or None for the default runtime."""
+    config = metrics_config(env)
+    return _runtime(config) if config is not None else None
+
+
+def _runtime(config: PrometheusConfig | OpenTelemetryConfig) -> Runtime:
+    return Runtime(telemetry=TelemetryConfig(metrics=config, global_tags={"service": DEFAULT_SERVICE_NAME}))
+
+
+def install_metrics_runtime(env: Mapping[str, str] | None = None) -> str | None:
+    """Make the metrics runtime the default before any client connects; says where metrics go."""
+    config = metrics_config(env)
+    if config is None:
+        return None
+    Runtime.set_default(_runtime(config), error_if_already_set=True)
+    if isinstance(config, PrometheusConfig):
+        return f"Prometheus metrics on http://{config.bind_address}/metrics"
+    return f"OTLP metrics to {config.url}"
