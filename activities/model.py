@@ -4,6 +4,11 @@ One activity does the whole step's bookkeeping (transcript appends, the usage ro
 transaction, so a step costs one remote round trip for the model, not one per write. Only
 Temporal retries: LiteLLM's own retries are off, provider errors are classified (429, 5xx
 and timeouts retryable, honouring Retry-After; auth and bad requests not).
+
+When the agent has a monthly budget (its own or per channel), each call first reserves its
+worst case from the agent's budget workflow (`openloop.AgentBudget`), clamps max_tokens to
+the grant, and settles the actual cost after; a call that fails releases its hold before
+the error propagates.
 """
 
 from __future__ import annotations
@@ -17,11 +22,28 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import ledger, offline_model, transcript
+from activities.budget_client import (
+    affordable_max_tokens,
+    release_budget,
+    reservation_key,
+    reserve_budget,
+    settle_budget,
+    worst_case_usd,
+)
 from activities.providers import ProviderCall, call_provider, price_per_token
 from activities.runtime import runtime
+from workflows.budget import MIN_USEFUL_MAX_TOKENS
+from workflows.budget_types import ReserveResult
 from workflows.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
 from workflows.tool_catalog import NATIVE_TOOLS
-from workflows.types import ActivityName, ModelCallInput, ModelCallResult, ModelUsage, ToolCall
+from workflows.types import (
+    ActivityName,
+    AuditEvent,
+    ModelCallInput,
+    ModelCallResult,
+    ModelUsage,
+    ToolCall,
+)
 
 HEARTBEAT_EVERY_SECONDS = 10.0
 
@@ -140,27 +162,111 @@ async def _ask(
     prices = price_per_token(model)
     if prices is None:
         if inp.on_exceeded == "block":
-            return _refused(model, f"no price is known for {model}, so its cost cannot be bounded")
+            return _refused(
+                model,
+                f"no price is known for {model}, so its cost cannot be bounded; "
+                "name a priced model in spec.model_policy or set spec.budget.on_exceeded: warn",
+                resumable=False,
+            )
     else:
         input_price, output_price = prices
         prompt_cost = prompt_tokens * input_price
         if output_price > 0:
             affordable = int((inp.usd_headroom - prompt_cost) / output_price)
             max_tokens = min(max_tokens, affordable)
-    if max_tokens < 16:
+    if max_tokens < MIN_USEFUL_MAX_TOKENS:
         return _refused(model, f"the budget left cannot cover a call to {model}")
+    hold: ReserveResult | None = None
+    # A model without a price under `warn` cannot be held; it goes through unreserved.
+    if prices is not None and (inp.monthly_usd is not None or inp.channel_monthly_usd is not None):
+        hold = await _reserve(inp, model, prompt_tokens, max_tokens, prices)
+        if not hold.granted:
+            # A per-task extension cannot lift a monthly cap: the task stops right away.
+            return _refused(model, hold.reason, resumable=False)
+        max_tokens = affordable_max_tokens(hold.amount_usd, prompt_tokens, prices, max_tokens)
     heartbeat = asyncio.create_task(_heartbeat())
     try:
-        return await call_provider(
+        result = await call_provider(
             ProviderCall(model, messages, tools, max_tokens, inp.timeout_seconds, prompt_tokens)
         )
+    except BaseException:
+        if hold is not None:
+            await _release(inp, hold)
+        raise
     finally:
         heartbeat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat
+    if hold is not None:
+        await _settle(inp, hold, result.usage.cost_usd)
+    return result
 
 
-def _refused(model: str, reason: str) -> ModelCallResult:
+async def _reserve(
+    inp: ModelCallInput, model: str, prompt_tokens: int, max_tokens: int, prices: tuple[float, float]
+) -> ReserveResult:
+    """Hold the call's worst case in the agent's budget workflow, one key per attempt and
+    model; the workflow runs on this activity's task queue."""
+    return await reserve_budget(
+        activity.client(),
+        activity.info().task_queue,
+        inp.workspace,
+        inp.agent_name,
+        reservation_key(inp.task_id, inp.step, activity.info().attempt, model),
+        f"{inp.surface}:{inp.channel}",
+        amount_usd=worst_case_usd(prompt_tokens, max_tokens, prices),
+        minimum_usd=worst_case_usd(prompt_tokens, MIN_USEFUL_MAX_TOKENS, prices),
+        monthly_usd=inp.monthly_usd,
+        channel_monthly_usd=inp.channel_monthly_usd,
+        on_exceeded=inp.on_exceeded,
+    )
+
+
+async def _settle(inp: ModelCallInput, hold: ReserveResult, cost_usd: float) -> None:
+    """Charge the actual cost. The answer is paid for, so a failure here is logged, not raised
+    (raising would ask the model again); the hold is then released after its TTL."""
+    try:
+        await settle_budget(
+            activity.client(),
+            activity.info().task_queue,
+            inp.workspace,
+            inp.agent_name,
+            hold.key,
+            hold.channel,
+            cost_usd,
+        )
+    except Exception as err:  # noqa: BLE001 - see the docstring
+        activity.logger.warning("could not settle budget hold %s: %s", hold.key, err)
+    if hold.over_budget:
+        pool = await runtime().pool()
+        async with pool.connection() as conn:
+            await ledger.write_audit(
+                conn,
+                AuditEvent(
+                    task_id=inp.task_id,
+                    step=inp.step,
+                    key=f"{hold.key}:budget_overrun",
+                    agent=inp.agent_name,
+                    workspace=inp.workspace,
+                    channel=inp.channel,
+                    kind="budget_overrun",
+                    actor=inp.agent_name,
+                    outcome=f"{hold.reason}; the call cost ${cost_usd:.4f}",
+                ),
+            )
+
+
+async def _release(inp: ModelCallInput, hold: ReserveResult) -> None:
+    """Free the hold of a failed call; the call's own error is what propagates."""
+    try:
+        await release_budget(
+            activity.client(), activity.info().task_queue, inp.workspace, inp.agent_name, hold.key
+        )
+    except Exception as err:  # noqa: BLE001 - the hold is released after its TTL instead
+        activity.logger.warning("could not release budget hold %s: %s", hold.key, err)
+
+
+def _refused(model: str, reason: str, *, resumable: bool = True) -> ModelCallResult:
     return ModelCallResult(
         text="",
         tool_calls=[],
@@ -169,6 +275,7 @@ def _refused(model: str, reason: str) -> ModelCallResult:
         transcript_upto=0,
         max_tokens_used=0,
         refused_reason=reason,
+        refused_resumable=resumable,
     )
 
 

@@ -10,7 +10,6 @@ from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Worker
-from workflows.retention import MemoryRetentionWorkflow
 
 from activities import ledger, memory
 from activities.model import call_model
@@ -26,6 +25,7 @@ from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
 from workflows.agent_budget import AgentBudgetWorkflow
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.retention import MemoryRetentionWorkflow
 
 # Defaults sized for a 2-core machine; production overrides them by environment.
 MAX_CONCURRENT_ACTIVITIES = 100

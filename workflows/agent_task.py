@@ -283,6 +283,8 @@ class AgentTaskWorkflow:
         )
         if result.finish_reason == "budget":
             self._decide(f"model call refused by the budget: {result.refused_reason}")
+            if not result.refused_resumable:
+                raise _Stop(TaskStatus.BUDGET_EXHAUSTED, result.refused_reason or "budget exhausted")
             await self._pause_for_budget(
                 budget.CeilingHit(
                     TaskStatus.BUDGET_EXHAUSTED,
@@ -313,6 +315,8 @@ class AgentTaskWorkflow:
             usd_headroom=budget.usd_headroom(ceilings, self.usage),
             token_headroom=budget.token_headroom(ceilings, self.usage),
             on_exceeded=self.agent.spec.budget.on_exceeded,
+            monthly_usd=self.agent.spec.budget.monthly_usd,
+            channel_monthly_usd=self.agent.spec.budget.per_channel_monthly_usd,
             view=TranscriptView(summary_upto=self.summary_upto),
             purpose=purpose,
         )

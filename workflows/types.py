@@ -178,6 +178,8 @@ class ModelCallInput:
     view: TranscriptView = field(default_factory=TranscriptView)
     purpose: str = "step"  # step | summary | final
     timeout_seconds: float = 120.0
+    monthly_usd: float | None = None  # the agent's monthly cap: reserve from its budget workflow
+    channel_monthly_usd: float | None = None  # the monthly cap of each channel it serves
 
 
 @dataclass
@@ -190,6 +192,7 @@ class ModelCallResult:
     max_tokens_used: int
     offline: bool = False
     refused_reason: str | None = None  # set when the budget could not cover the call
+    refused_resumable: bool = True  # False: an extension of the task's budget cannot help
 
 
 @dataclass

@@ -1,0 +1,357 @@
+"""What a Slack event or button click does, shared by the HTTP endpoints and Socket Mode.
+
+Before the ack only the durable step runs: start the task (the workflow id derives from the
+event id, so a redelivered event finds the task it started) or signal it. Anything else
+Slack should see (a "no agent here" reply, an ephemeral "not allowed") is a follow-up run
+after the ack. Agent work never runs here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.agent_store import StoredAgent, agent_for_slack_channel
+from activities.db import get_pool
+from activities.slack_client import SlackNotConfigured, bot_client, error_code
+from config.settings import Settings
+from surfaces.slack import blocks
+from surfaces.tasks import start_task, task_id_for
+from workflows import search
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.types import (
+    ApprovalDecision,
+    SurfaceContext,
+    TaskInput,
+    TaskStatus,
+    TaskStatusView,
+    UserMessage,
+)
+
+log = logging.getLogger("openloop.slack")
+
+QUERY_TIMEOUT = timedelta(seconds=2)
+USERGROUP_CACHE_SECONDS = 60.0
+RECENT_EVENTS = 10_000
+DEFAULT_REQUEST = "Read this thread and help with it."
+# Plain messages that are people talking; edits, joins and deletions are not.
+_HUMAN_SUBTYPES = {None, "thread_broadcast", "file_share"}
+_SLACK_ID = re.compile(r"^[A-Z0-9_]+$")
+
+Followup = Callable[[], Awaitable[None]]
+
+
+@dataclass
+class Outcome:
+    """The ack's status, why (for logs), and what to do once Slack has the ack."""
+
+    note: str
+    status: int = 200
+    followups: list[Followup] = field(default_factory=list)
+
+    async def run_followups(self) -> None:
+        for followup in self.followups:
+            try:
+                await followup()
+            except Exception:  # a follow-up is best effort; the ack already went out
+                log.exception("slack follow-up failed after %s", self.note)
+
+
+def strip_mention(text: str, bot_user: str | None) -> str:
+    """The request without the bot's own mention (or, unknown bot, a leading mention)."""
+    if bot_user:
+        text = text.replace(f"<@{bot_user}>", " ")
+    else:
+        text = re.sub(r"^\s*<@[A-Z0-9]+>", " ", text)
+    return re.sub(r"[ \t]+", " ", text).strip()
+
+
+def bot_user_of(payload: dict[str, Any]) -> str | None:
+    for auth in payload.get("authorizations") or []:
+        if isinstance(auth, dict) and auth.get("is_bot") and auth.get("user_id"):
+            return str(auth["user_id"])
+    return None
+
+
+def from_a_bot(event: dict[str, Any], bot_user: str | None) -> bool:
+    return bool(
+        event.get("bot_id")
+        or event.get("subtype") == "bot_message"
+        or (bot_user is not None and event.get("user") == bot_user)
+    )
+
+
+class _Recent(OrderedDict[str, object]):
+    """A bounded memory of recent keys (oldest forgotten first): event ids whose effect is
+    not keyed by the event, and threads of tasks already looked at."""
+
+    def __init__(self, size: int = RECENT_EVENTS):
+        super().__init__()
+        self._size = size
+
+    def remember(self, key: str, value: object = None) -> None:
+        self[key] = value
+        while len(self) > self._size:
+            self.popitem(last=False)
+
+
+class WaitingTasks:
+    """Finds the task waiting for the user in a Slack thread.
+
+    Tasks are keyed by the mention's event id, not the thread, so the running tasks of the
+    channel that wait for the user are listed (search attributes) and each one's thread is
+    read from its start input once and remembered.
+    """
+
+    MAX_CANDIDATES = 50
+
+    def __init__(self, temporal: Client):
+        self.temporal = temporal
+        self._threads = _Recent()
+
+    async def find(self, channel: str, thread: str) -> WorkflowHandle[Any, Any] | None:
+        if not _SLACK_ID.match(channel):
+            return None
+        query = (
+            f"{search.CHANNEL.name} = '{channel}' AND {search.SURFACE.name} = 'slack' AND "
+            f"{search.STATUS.name} = '{TaskStatus.WAITING_USER.value}' "
+            "AND ExecutionStatus = 'Running'"
+        )
+        async for execution in self.temporal.list_workflows(query, limit=self.MAX_CANDIDATES):
+            if await self._thread_of(execution.id) == thread:
+                return self.temporal.get_workflow_handle_for(AgentTaskWorkflow.run, execution.id)
+        return None
+
+    async def _thread_of(self, workflow_id: str) -> str | None:
+        if workflow_id not in self._threads:
+            handle = self.temporal.get_workflow_handle(workflow_id)
+            thread: str | None = None
+            async for event in handle.fetch_history_events(page_size=1):
+                started = event.workflow_execution_started_event_attributes
+                [inp] = await self.temporal.data_converter.decode(
+                    list(started.input.payloads), [TaskInput])
+                thread = inp.context.thread
+                break
+            self._threads.remember(workflow_id, thread)
+        known = self._threads.get(workflow_id)
+        return known if isinstance(known, str) else None
+
+
+class SlackDispatcher:
+    def __init__(self, settings: Settings, temporal: Client):
+        self.settings = settings
+        self.temporal = temporal
+        self.waiting = WaitingTasks(temporal)
+        self._recent = _Recent()
+        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
+        self._own_user: str | None = None
+
+    # Events ------------------------------------------------------------------------------
+
+    async def handle_event(self, payload: dict[str, Any], retry_num: str | None = None) -> Outcome:
+        event, event_id = payload.get("event"), payload.get("event_id")
+        if payload.get("type") != "event_callback":
+            return Outcome("ignored: not an event callback")
+        if not isinstance(event, dict) or not isinstance(event_id, str) or not event_id:
+            return Outcome("malformed: no event or event_id", status=400)
+        bot_user = bot_user_of(payload) or await self._bot_user()
+        if from_a_bot(event, bot_user):
+            return Outcome("ignored: from a bot")
+        if event.get("type") == "app_mention":
+            return await self._mention(event, event_id, bot_user, retry_num)
+        if event.get("type") == "message":
+            return await self._thread_reply(event, event_id, bot_user)
+        return Outcome(f"ignored: event type {event.get('type')!r}")
+
+    async def _mention(self, event: dict[str, Any], event_id: str, bot_user: str | None,
+                       retry_num: str | None) -> Outcome:
+        channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
+        if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
+            return Outcome("malformed: app_mention without channel, user or ts", status=400)
+        thread = str(event.get("thread_ts") or ts)
+        pool = await get_pool(self.settings.require_database_url())
+        agent = await agent_for_slack_channel(pool, channel)
+        if agent is None:
+            if f"no-agent:{event_id}" in self._recent:
+                return Outcome("duplicate: no agent")
+            self._recent.remember(f"no-agent:{event_id}")
+            return Outcome("no agent for channel", followups=[
+                lambda: self._post(channel, thread, blocks.no_agent_text(channel))])
+        if not await self._may_trigger(agent, user):
+            return Outcome("not allowed to trigger", followups=[
+                lambda: self._ephemeral(channel, user, thread,
+                                        blocks.not_allowed_to_trigger_text(agent.name))])
+        context = SurfaceContext(surface="slack", channel=channel, user=user, thread=thread,
+                                 event_id=event_id, reply_target=ts)
+        request = strip_mention(str(event.get("text") or ""), bot_user) or DEFAULT_REQUEST
+        task_id = task_id_for("slack", event_id)
+        try:
+            _, started = await start_task(self.temporal, self.settings, agent, context, request,
+                                          task_id=task_id)
+        except RPCError as exc:
+            log.error("could not start %s for %s: %s", task_id, event_id, exc.status.name)
+            return Outcome("start failed", status=503)  # Slack retries: nothing is lost
+        log.info("slack %s %s -> %s (retry %s)", event_id, "started" if started else "duplicate",
+                 task_id, retry_num or 0)
+        return Outcome("started" if started else "duplicate: task exists")
+
+    async def _thread_reply(self, event: dict[str, Any], event_id: str,
+                            bot_user: str | None) -> Outcome:
+        channel, user, text = event.get("channel"), event.get("user"), event.get("text") or ""
+        thread, ts = event.get("thread_ts"), event.get("ts")
+        if event.get("subtype") not in _HUMAN_SUBTYPES or not thread or thread == ts:
+            return Outcome("ignored: not a reply in a thread")
+        if not (isinstance(channel, str) and isinstance(user, str)):
+            return Outcome("ignored: no channel or user")
+        if bot_user and f"<@{bot_user}>" in text:
+            return Outcome("ignored: a mention (handled as app_mention)")
+        handle = await self.waiting.find(channel, str(thread))
+        if handle is None:
+            return Outcome("ignored: no task waiting in this thread")
+        if f"msg:{event_id}" in self._recent:
+            return Outcome("duplicate: already signalled")
+        await handle.signal(AgentTaskWorkflow.user_message, UserMessage(user=user, text=str(text)))
+        self._recent.remember(f"msg:{event_id}")  # only once delivered: a failure is retried
+        log.info("slack %s -> user_message to %s", event_id, handle.id)
+        return Outcome("signalled user_message")
+
+    async def _bot_user(self) -> str | None:
+        """Our bot's user id from auth.test, once, for payloads without `authorizations`."""
+        if self._own_user is None and self.settings.slack_bot_token is not None:
+            try:
+                self._own_user = str((await bot_client(self.settings).auth_test())["user_id"])
+            except (SlackApiError, KeyError) as exc:
+                log.warning("auth.test failed: %s", _slack_reason(exc))
+        return self._own_user
+
+    async def _may_trigger(self, agent: StoredAgent, user: str) -> bool:
+        """`triggers`: listed users or user-group members; everyone only when no list is set."""
+        slack = agent.config.spec.surfaces.slack
+        if slack is None:
+            return False
+        triggers = slack.triggers
+        if user in triggers.users:
+            return True
+        for group in triggers.usergroups:
+            if user in await self._group_members(group):
+                return True
+        return triggers.everyone and not triggers.users and not triggers.usergroups
+
+    async def _group_members(self, group: str) -> frozenset[str]:
+        now = datetime.now(UTC).timestamp()
+        cached = self._groups.get(group)
+        if cached and now - cached[0] < USERGROUP_CACHE_SECONDS:
+            return cached[1]
+        try:
+            response = await bot_client(self.settings).usergroups_users_list(usergroup=group)
+            members = frozenset(str(u) for u in response.get("users") or [])
+        except (SlackApiError, SlackNotConfigured) as exc:
+            # Fail closed: a group we cannot read admits nobody.
+            log.warning("cannot read user group %s: %s", group, _slack_reason(exc))
+            return frozenset()
+        self._groups[group] = (now, members)
+        return members
+
+    # Interactivity -----------------------------------------------------------------------
+
+    async def handle_interaction(self, payload: dict[str, Any]) -> Outcome:
+        if payload.get("type") != "block_actions":
+            return Outcome(f"unsupported interaction {payload.get('type')!r}", status=400)
+        actions = payload.get("actions")
+        action = actions[0] if isinstance(actions, list) and actions else None
+        if not isinstance(action, dict) or action.get("action_id") not in blocks.APPROVAL_ACTIONS:
+            return Outcome("unknown action id", status=400)
+        parsed = blocks.parse_button_value(str(action.get("value") or ""))
+        user = _obj(payload.get("user")).get("id")
+        container = _obj(payload.get("container"))
+        channel = _obj(payload.get("channel")).get("id") or container.get("channel_id")
+        thread_ts = _obj(payload.get("message")).get("thread_ts") or container.get("thread_ts")
+        thread = str(thread_ts) if thread_ts else None
+        if parsed is None or not isinstance(user, str) or not isinstance(channel, str):
+            return Outcome("malformed approval click", status=400)
+        task_id, request_id, action_id = parsed
+
+        def tell(text: str) -> Followup:
+            return lambda: self._ephemeral(channel, user, thread, text)
+
+        handle = self.temporal.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
+        try:
+            description = await handle.describe()
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                return Outcome("describe failed", status=503)
+            return Outcome("unknown task", followups=[
+                tell(blocks.request_closed_text("belongs to a task that no longer exists"))])
+        if description.status != WorkflowExecutionStatus.RUNNING:
+            return Outcome("task finished", followups=[
+                tell(blocks.request_closed_text("is for a task that has already finished"))])
+        view = await self._status(handle)
+        problem = _click_problem(view, request_id, action_id) if view else None
+        if problem is not None:
+            return Outcome(f"stale click: {problem}", followups=[
+                tell(blocks.request_closed_text(problem))])
+        if view is not None and view.pending_approval is not None and (
+                user not in view.pending_approval.approvers):
+            return Outcome("not an approver", followups=[
+                tell(blocks.not_allowed_to_approve_text(view.pending_approval.approvers))])
+        approve = action["action_id"] == blocks.APPROVE_ACTION
+        signal = AgentTaskWorkflow.approve if approve else AgentTaskWorkflow.deny
+        try:
+            await handle.signal(signal, ApprovalDecision(request_id, action_id, approver=user))
+        except RPCError as exc:
+            log.error("could not signal %s: %s", task_id, exc.status.name)
+            return Outcome("signal failed", status=503)
+        log.info("slack click %s on %s by %s", "approve" if approve else "deny", task_id, user)
+        return Outcome("approved" if approve else "denied")
+
+    async def _status(self, handle: Any) -> TaskStatusView | None:
+        """The task's pending request; None when no worker answers in time (the workflow
+        checks the decision again itself)."""
+        try:
+            view: TaskStatusView = await handle.query(AgentTaskWorkflow.status,
+                                                      rpc_timeout=QUERY_TIMEOUT)
+            return view
+        except Exception as exc:  # query failures come in several types; all mean "unknown"
+            log.warning("status query of %s failed: %s", handle.id, type(exc).__name__)
+            return None
+
+    # Follow-ups ----------------------------------------------------------------------------
+
+    async def _post(self, channel: str, thread: str, text: str) -> None:
+        await bot_client(self.settings).chat_postMessage(channel=channel, thread_ts=thread,
+                                                         text=text)
+
+    async def _ephemeral(self, channel: str, user: str, thread: str | None, text: str) -> None:
+        await bot_client(self.settings).chat_postEphemeral(channel=channel, user=user, text=text,
+                                                           thread_ts=thread)
+
+
+def _click_problem(view: TaskStatusView, request_id: str, action_id: str) -> str | None:
+    pending = view.pending_approval
+    if pending is None or pending.request_id != request_id:
+        return "was already decided or has expired"
+    if pending.action_id != action_id:
+        return "is for different arguments than the pending action"
+    try:
+        expired = datetime.fromisoformat(pending.expires_at_iso) <= datetime.now(UTC)
+    except ValueError:
+        expired = False
+    return "has expired" if expired else None
+
+
+def _obj(value: object) -> dict[str, Any]:
+    """A JSON object from a payload, or an empty one when Slack (or a forger) sent another type."""
+    return value if isinstance(value, dict) else {}
+
+
+def _slack_reason(exc: Exception) -> str:
+    return error_code(exc) if isinstance(exc, SlackApiError) else type(exc).__name__

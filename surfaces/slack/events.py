@@ -1,0 +1,141 @@
+"""Slack over HTTP: `POST /slack/events` (Events API) and `POST /slack/interactivity`.
+
+Both verify Slack's signature (slack-sdk's SignatureVerifier: HMAC of the raw body, and a
+timestamp no older than 5 minutes) before reading anything, then hand the payload to the
+shared dispatcher, which only starts or signals a workflow before the ack. Follow-ups (a
+helpful reply, an ephemeral "not allowed") run after the response, so the ack stays well
+inside Slack's 3 seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import BackgroundTasks, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from slack_sdk.signature import SignatureVerifier
+
+from surfaces.slack.dispatch import Outcome, SlackDispatcher
+
+log = logging.getLogger("openloop.slack")
+
+MAX_CLOCK_SKEW_SECONDS = 300  # what SignatureVerifier allows; named here for the log line
+
+
+def register(app: FastAPI) -> None:
+    @app.post("/slack/events")
+    async def slack_events(request: Request, background: BackgroundTasks) -> Response:
+        body = await request.body()
+        refused = _refuse_unsigned(request, body)
+        if refused is not None:
+            return refused
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            log.warning("slack event rejected: body is not JSON")
+            return _reply(400, {"ok": False, "error": "invalid_json"})
+        if not isinstance(payload, dict):
+            return _reply(400, {"ok": False, "error": "invalid_payload"})
+        if payload.get("type") == "url_verification":
+            return _reply(200, {"challenge": str(payload.get("challenge") or "")})
+        outcome = await _dispatch(request, "event", payload,
+                                  request.headers.get("x-slack-retry-num"))
+        return _ack(outcome, background)
+
+    @app.post("/slack/interactivity")
+    async def slack_interactivity(request: Request, background: BackgroundTasks) -> Response:
+        body = await request.body()
+        refused = _refuse_unsigned(request, body)
+        if refused is not None:
+            return refused
+        try:
+            payload = json.loads(parse_qs(body.decode())["payload"][0])
+        except (UnicodeDecodeError, KeyError, IndexError, ValueError):
+            log.warning("slack interaction rejected: no JSON payload field")
+            return _reply(400, {"ok": False, "error": "invalid_payload"})
+        if not isinstance(payload, dict):
+            return _reply(400, {"ok": False, "error": "invalid_payload"})
+        outcome = await _dispatch(request, "interaction", payload, None)
+        return _ack(outcome, background)
+
+
+def dispatcher_for(app: FastAPI) -> SlackDispatcher | None:
+    """One dispatcher per app (it caches user groups and recently seen events); None while
+    the server has no Temporal connection yet."""
+    temporal = app.state.temporal
+    if temporal is None:
+        return None
+    dispatcher: SlackDispatcher | None = getattr(app.state, "slack_dispatcher", None)
+    if dispatcher is None or dispatcher.temporal is not temporal:
+        dispatcher = SlackDispatcher(app.state.settings, temporal)
+        app.state.slack_dispatcher = dispatcher
+    return dispatcher
+
+
+def _refuse_unsigned(request: Request, body: bytes) -> Response | None:
+    """None when Slack signed this request; else the 401 (or 503 when unconfigured)."""
+    secret = request.app.state.settings.slack_signing_secret
+    if secret is None:
+        log.error("slack request refused: SLACK_SIGNING_SECRET is not set")
+        return _reply(503, {"ok": False, "error": "slack_not_configured"})
+    timestamp = request.headers.get("x-slack-request-timestamp")
+    signature = request.headers.get("x-slack-signature")
+    problem = _timestamp_problem(timestamp)
+    if signature is None:
+        problem = problem or "missing X-Slack-Signature"
+    verifier = SignatureVerifier(secret.get_secret_value())
+    try:
+        if problem is None and not verifier.is_valid(body, timestamp, signature):
+            problem = "signature does not match"
+    except UnicodeDecodeError:
+        problem = "body is not UTF-8, so Slack did not sign it"
+    if problem is None:
+        return None
+    client = request.client.host if request.client else "unknown"
+    log.warning("slack request to %s rejected (401) from %s: %s", request.url.path, client, problem)
+    return _reply(401, {"ok": False, "error": "invalid_signature"})
+
+
+def _timestamp_problem(timestamp: str | None) -> str | None:
+    if timestamp is None:
+        return "missing X-Slack-Request-Timestamp"
+    try:
+        age = time.time() - int(timestamp)
+    except ValueError:
+        return "X-Slack-Request-Timestamp is not a number"
+    if abs(age) > MAX_CLOCK_SKEW_SECONDS:
+        return f"timestamp is {int(age)} s off (more than {MAX_CLOCK_SKEW_SECONDS} s): replay?"
+    return None
+
+
+async def _dispatch(request: Request, kind: str, payload: dict[str, Any],
+                    retry_num: str | None) -> Outcome:
+    dispatcher = dispatcher_for(request.app)
+    if dispatcher is None:
+        # Not connected to Temporal yet: a 503 makes Slack deliver the event again later.
+        return Outcome("not connected to Temporal yet", status=503)
+    try:
+        if kind == "event":
+            return await dispatcher.handle_event(payload, retry_num)
+        return await dispatcher.handle_interaction(payload)
+    except Exception:
+        # A 5xx makes Slack deliver the event again, so a passing outage loses nothing.
+        log.exception("slack %s failed", kind)
+        return Outcome("failed", status=500)
+
+
+def _ack(outcome: Outcome, background: BackgroundTasks) -> Response:
+    if outcome.status >= 400:
+        log.warning("slack request answered %s: %s", outcome.status, outcome.note)
+        return _reply(outcome.status, {"ok": False, "error": outcome.note})
+    if outcome.followups:
+        background.add_task(outcome.run_followups)
+    return Response(status_code=200)
+
+
+def _reply(status: int, body: dict[str, Any]) -> JSONResponse:
+    return JSONResponse(body, status_code=status)
