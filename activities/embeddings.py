@@ -79,6 +79,10 @@ async def _litellm_embed(model: str, texts: list[str]) -> Embeddings:
 
     from activities.providers import API_BASE_ENV
 
+    # LiteLLM's OpenAI embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, so an
+    # explicit 0 turns into 2 SDK retries. Nothing in OpenLoop lets a client library retry
+    # (Temporal's retry policy does), so the library default is 0 as well.
+    setattr(litellm, "DEFAULT_MAX_RETRIES", 0)  # noqa: B010 - declared Final upstream
     kwargs: dict[str, Any] = {
         "model": model,
         "input": texts,

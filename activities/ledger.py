@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
@@ -23,6 +23,7 @@ from temporalio import activity
 
 from activities.agent_store import list_agents
 from activities.runtime import runtime
+from config.agent import parse_duration
 from workflows.types import ActivityName, AuditEvent
 
 SECRET_KEY_HINTS = ("token", "key", "secret", "password", "passwd", "authorization", "cookie")
@@ -135,6 +136,24 @@ async def record_audit(event: AuditEvent) -> None:
 # Read side -----------------------------------------------------------------------------
 
 
+def parse_since(text: str | None, now: datetime | None = None) -> datetime | None:
+    """`7d`, `24h`, `2w` (that long ago), or an ISO date/time (UTC when no zone is given)."""
+    if not text:
+        return None
+    now = now or datetime.now(UTC)
+    try:
+        return now - timedelta(seconds=parse_duration(text))
+    except ValueError:
+        pass
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"--since {text!r}: give a duration such as 7d or 24h, or a date such as 2025-05-01"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
 def month_start(now: datetime) -> datetime:
     """Budgets are monthly, by calendar month in UTC."""
     now = now.astimezone(UTC)
@@ -142,7 +161,7 @@ def month_start(now: datetime) -> datetime:
 
 
 def _filters(agent: str | None, channel: str | None) -> tuple[str, dict[str, Any]]:
-    clauses, params = ["created_at >= %(from)s"], {}
+    clauses, params = ["created_at >= %(from)s", "created_at <= %(until)s"], {}
     if agent:
         clauses.append("agent = %(agent)s")
         params["agent"] = agent
@@ -167,7 +186,7 @@ async def usage_report(
     start = month_start(now)
     since = (since or start).astimezone(UTC)
     where, params = _filters(agent, channel)
-    params.update({"from": min(since, start), "since": since, "month": start})
+    params.update({"from": min(since, start), "until": now, "since": since, "month": start})
     sums = (
         "count(*) FILTER (WHERE created_at >= %(since)s) AS calls,"
         " COALESCE(sum(prompt_tokens) FILTER (WHERE created_at >= %(since)s), 0) AS prompt_tokens,"

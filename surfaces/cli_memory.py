@@ -67,7 +67,9 @@ def run_with_pool(work: Callable[[AsyncConnectionPool], Awaitable[T]]) -> T:
     try:
         return asyncio.run(main())
     except psycopg.errors.UndefinedTable:
-        raise fail("the database has no OpenLoop tables yet: run `openloop up`", EXIT_NO_DATABASE)
+        raise fail(
+            "the database has no OpenLoop tables yet: run `openloop up`", EXIT_NO_DATABASE
+        ) from None
     except (psycopg.Error, TimeoutError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise fail(f"database error: {first}", EXIT_NO_DATABASE) from None

@@ -26,7 +26,6 @@ from temporalio.client import (
 from workflows.retention import MemoryRetentionWorkflow, PurgeInput
 
 RETENTION_SCHEDULE_ID = "openloop-memory-retention"
-RETENTION_WORKFLOW_ID = "openloop-memory-retention"  # Temporal appends the run time
 # Daily at 03:17 UTC: off the hour, when the schedules of many systems pile up.
 RETENTION_HOUR_UTC = 3
 RETENTION_MINUTE = 17
@@ -35,12 +34,12 @@ RETENTION_RUN_TIMEOUT = timedelta(hours=1)
 RETENTION_CATCHUP_WINDOW = timedelta(days=1)
 
 
-def retention_schedule(task_queue: str) -> Schedule:
+def retention_schedule(task_queue: str, schedule_id: str = RETENTION_SCHEDULE_ID) -> Schedule:
     return Schedule(
         action=ScheduleActionStartWorkflow(
             MemoryRetentionWorkflow.run,
             PurgeInput(),
-            id=RETENTION_WORKFLOW_ID,
+            id=schedule_id,  # Temporal appends each run's time to the workflow id
             task_queue=task_queue,
             execution_timeout=RETENTION_RUN_TIMEOUT,
         ),
@@ -60,13 +59,15 @@ def retention_schedule(task_queue: str) -> Schedule:
     )
 
 
-async def ensure_retention_schedule(client: Client, task_queue: str) -> str:
+async def ensure_retention_schedule(
+    client: Client, task_queue: str, schedule_id: str = RETENTION_SCHEDULE_ID
+) -> str:
     """Create the daily retention schedule, or bring an existing one up to date; its id."""
-    schedule = retention_schedule(task_queue)
+    schedule = retention_schedule(task_queue, schedule_id)
     try:
-        await client.create_schedule(RETENTION_SCHEDULE_ID, schedule)
+        await client.create_schedule(schedule_id, schedule)
     except ScheduleAlreadyRunningError:
-        handle = client.get_schedule_handle(RETENTION_SCHEDULE_ID)
+        handle = client.get_schedule_handle(schedule_id)
 
         def replace(current: ScheduleUpdateInput) -> ScheduleUpdate:
             # Keep what an operator set (paused, a note); replace the spec and the action.
@@ -74,4 +75,4 @@ async def ensure_retention_schedule(client: Client, task_queue: str) -> str:
             return ScheduleUpdate(schedule=schedule)
 
         await handle.update(replace)
-    return RETENTION_SCHEDULE_ID
+    return schedule_id

@@ -40,8 +40,10 @@ class FakeEmbeddingsAPI:
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                api.requests.append({"path": self.path, "body": body,
-                                     "authorization": self.headers.get("authorization")})
+                api.requests.append({
+                    "path": self.path, "body": body, "headers": dict(self.headers),
+                    "authorization": self.headers.get("authorization"),
+                })
                 if self.path not in PATHS:
                     return self._send(404, {"error": {"message": "not found"}})
                 if api.errors:

@@ -43,7 +43,9 @@ def start_up(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
         assert process.poll() is None, log.read_text()
-        if stack_file.exists() and port_open("127.0.0.1", int(env["OPENLOOP_HTTP_ADDRESS"].rsplit(":", 1)[1])):
+        if stack_file.exists() and port_open(
+            "127.0.0.1", int(env["OPENLOOP_HTTP_ADDRESS"].rsplit(":", 1)[1])
+        ):
             return process
         time.sleep(0.2)
     raise AssertionError(f"openloop up did not come up:\n{log.read_text()}")
@@ -81,7 +83,10 @@ def test_up_serves_everything_runs_a_task_and_stops_cleanly(
     # A second terminal: ask (it parks on the approval), approve, and the answer arrives.
     asked = subprocess.Popen(
         [*OPENLOOP, "ask", "helper", "Please remember the decision: ship on Tuesdays"],
-        env=stack_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=stack_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     assert asked.stdout is not None
     task_id = ""
@@ -98,7 +103,10 @@ def test_up_serves_everything_runs_a_task_and_stops_cleanly(
     assert "Saved to channel memory: ship on Tuesdays" in rest and "SUCCESS" in rest
 
     assert stop(running) == 0
-    for port in (stack_env["OPENLOOP_TEMPORAL_ADDRESS"].rsplit(":", 1)[1], stack_env["OPENLOOP_TEMPORAL_UI_PORT"]):
+    for port in (
+        stack_env["OPENLOOP_TEMPORAL_ADDRESS"].rsplit(":", 1)[1],
+        stack_env["OPENLOOP_TEMPORAL_UI_PORT"],
+    ):
         assert not port_open("127.0.0.1", int(port))
 
     # Same state dir: the agents and the finished task are still there.

@@ -35,9 +35,7 @@ async def helper_agent(settings: Settings) -> StoredAgent:
 async def start(
     client: Client, settings: Settings, agent: StoredAgent, text: str, channel: str
 ) -> WorkflowHandle[AgentTaskWorkflow, TaskResult]:
-    context = SurfaceContext(
-        surface="cli", channel=channel, user="cli:local", event_id=uuid.uuid4().hex
-    )
+    context = SurfaceContext(surface="cli", channel=channel, user="cli:local", event_id=uuid.uuid4().hex)
     handle, started = await start_task(
         client, settings, agent, context, text, task_id=task_id_for("cli", context.event_id or "")
     )
@@ -82,13 +80,8 @@ async def test_remember_with_approval_then_recall_in_the_same_channel_only(
         assert "Saved to channel memory" in result.reply and "Postgres 16" in result.reply
 
         url = settings.require_database_url()
-        assert (
-            count(url, "SELECT count(*) FROM memories WHERE scope_key = %s", f"cli:{channel}") == 1
-        )
-        assert (
-            count(url, "SELECT count(*) FROM usage_ledger WHERE task_id = %s", handle.id)
-            == result.steps
-        )
+        assert count(url, "SELECT count(*) FROM memories WHERE scope_key = %s", f"cli:{channel}") == 1
+        assert count(url, "SELECT count(*) FROM usage_ledger WHERE task_id = %s", handle.id) == result.steps
         assert count(url, "SELECT count(*) FROM transcript WHERE task_id = %s", handle.id) >= 4
         assert (
             count(
@@ -99,9 +92,7 @@ async def test_remember_with_approval_then_recall_in_the_same_channel_only(
             == 1
         )
 
-        later = await start(
-            client, settings, agent, "What did we decide about the ledger?", channel
-        )
+        later = await start(client, settings, agent, "What did we decide about the ledger?", channel)
         assert "Postgres 16" in (await later.result()).reply
         elsewhere = await start(
             client, settings, agent, "What did we decide about the ledger?", channel + "-other"
@@ -109,9 +100,7 @@ async def test_remember_with_approval_then_recall_in_the_same_channel_only(
         assert "Postgres 16" not in (await elsewhere.result()).reply
 
 
-async def test_history_grows_linearly_with_steps(
-    client: Client, settings: Settings, task_queue: str
-) -> None:
+async def test_history_grows_linearly_with_steps(client: Client, settings: Settings, task_queue: str) -> None:
     """Each step adds about the same number of history bytes: no transcript rides in history."""
     settings = settings.model_copy(update={"task_queue": task_queue})
     agent = await helper_agent(settings)

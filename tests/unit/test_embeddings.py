@@ -110,8 +110,9 @@ def test_recency_breaks_ties_and_similarity_dominates() -> None:
 
 
 def test_ef_search_grows_as_the_scope_share_shrinks() -> None:
-    assert _ef_for(20, 1.0) == 40  # pgvector's default is the floor
-    assert _ef_for(20, 0.4) == 100
-    assert _ef_for(20, 0.05) == 800
-    assert _ef_for(20, 0.001) == 1000  # pgvector's maximum is the ceiling
+    assert _ef_for(10, 1.0) == 40  # pgvector's default is the floor
+    assert _ef_for(20, 1.0) == 60
+    assert _ef_for(20, 0.4) == 150
+    assert _ef_for(20, 0.1) == 600
+    assert _ef_for(20, 0.01) == 1000  # pgvector's maximum is the ceiling
     assert _ef_for(20, 0.0) == 1000
