@@ -13,6 +13,7 @@ import uuid
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
@@ -174,13 +175,13 @@ async def follow_task(
             continue
         for record in explanation.steps[seen:]:
             cost = f"  ${record.cost_usd:.4f}" if record.cost_usd else ""
-            out.print(f"  [dim]step {record.step}[/] {record.kind:<8} {record.summary}{cost}")
+            out.print(f"  [dim]step {record.step}[/] {record.kind:<8} {escape(record.summary)}{cost}")
         seen = len(explanation.steps)
         pending = status.pending_approval
         if pending is not None and pending.request_id not in prompted:
             prompted.add(pending.request_id)
             out.print(
-                f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {pending.arguments}\n"
+                f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {escape(str(pending.arguments))}\n"
                 f"  approvers: {', '.join(pending.approvers)}; expires {pending.expires_at_iso}\n"
                 f"  approve: openloop approve {handle.id} --as APPROVER   deny: add --deny"
             )
@@ -195,14 +196,14 @@ async def follow_task(
         if status.status == TaskStatus.WAITING_USER and status.reply and "asked" not in prompted:
             prompted.add("asked")
             out.print(
-                f'[cyan]The agent asks:[/] {status.reply}\n  answer: openloop reply {handle.id} "…"'
+                f'[cyan]The agent asks:[/] {escape(status.reply)}\n  answer: openloop reply {handle.id} "…"'
             )
         await asyncio.wait({result_task}, timeout=POLL_SECONDS)
     result = result_task.result()
     colour = "green" if result.status == TaskStatus.SUCCESS else "red"
-    out.print(f"\n{result.reply}\n")
+    out.print(f"\n{escape(result.reply)}\n")
     out.print(
-        f"[{colour}]{result.status.value}[/] — {result.reason}; {result.steps} steps, "
+        f"[{colour}]{result.status.value}[/] — {escape(result.reason)}; {result.steps} steps, "
         f"{result.usage.tokens} tokens, ${result.usage.cost_usd:.4f}"
     )
     if result.status != TaskStatus.SUCCESS:
@@ -228,7 +229,7 @@ async def _decide(task_id: str, user: str, approved: bool) -> None:
     decision = ApprovalDecision(pending.request_id, pending.action_id, user)
     await handle.signal(AgentTaskWorkflow.approve if approved else AgentTaskWorkflow.deny, decision)
     console.print(
-        f"{'Approved' if approved else 'Denied'} {pending.tool} {pending.arguments} as {user}."
+        f"{'Approved' if approved else 'Denied'} {pending.tool} {escape(str(pending.arguments))} as {user}."
     )
 
 

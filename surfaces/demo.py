@@ -33,7 +33,7 @@ async def run_demo(stack: object, console: Console) -> None:
         return
     client = await connect(settings)
     context = SurfaceContext(
-        surface="cli", channel="demo", user="cli:local", event_id=uuid.uuid4().hex
+        surface="cli", channel="cli", user="cli:local", event_id=uuid.uuid4().hex
     )
     handle, _ = await start_task(
         client,

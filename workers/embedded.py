@@ -15,6 +15,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,10 @@ class EmbeddedPostgres:
     server: Any = field(default=None, init=False)
 
     def start(self) -> str:
-        import pgserver  # heavy import kept out of module load
+        with warnings.catch_warnings():
+            # pgserver warns at import that XDG_RUNTIME_DIR is unset; it falls back to /tmp.
+            warnings.simplefilter("ignore")
+            import pgserver  # heavy import kept out of module load
 
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.server = pgserver.get_server(self.data_dir, cleanup_mode="stop")
