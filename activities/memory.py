@@ -16,6 +16,7 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.embeddings import Embeddings, embed, is_offline
 from activities.memory_search import (
@@ -155,7 +156,10 @@ def _first(row: Any) -> Any:
 async def recall(inp: RecallInput) -> RecallResult:
     """The k memories of the task's scope that best fit the query."""
     pool = await runtime().pool()
-    items, emb = await search_with_usage(pool, inp.memory, inp.query, inp.k)
+    try:
+        items, emb = await search_with_usage(pool, inp.memory, inp.query, inp.k)
+    except ValueError as exc:  # a bad scope in the agent's spec: a retry cannot fix it
+        raise ApplicationError(str(exc), type="MemoryScopeError", non_retryable=True) from None
     if emb is not None and not is_offline(emb.model):
         # A paid embedding call is a model call: it goes in the ledger, once per activity.
         from activities.ledger import UsageRow, write_usage

@@ -29,9 +29,12 @@ async def save(inp: ToolCallInput, rt: Runtime) -> str:
             "invalid", f"`content` is {len(content)} characters; save at most {MAX_CONTENT_CHARS}"
         )
     pool = await rt.pool()
-    _, _, emb = await remember_with_usage(
-        pool, inp.memory, content, inp.task_id, inp.step, inp.idempotency_key
-    )
+    try:
+        _, _, emb = await remember_with_usage(
+            pool, inp.memory, content, inp.task_id, inp.step, inp.idempotency_key
+        )
+    except ValueError as exc:  # the scope itself is invalid
+        raise ToolError("invalid", str(exc)) from None
     await _ledger_embedding(rt, inp, emb, "save")
     return f"Saved to {inp.memory.scope} memory: {content}"
 
@@ -47,7 +50,10 @@ async def search(inp: ToolCallInput, rt: Runtime) -> str:
         raise ToolError("invalid", "`k` must be a whole number from 1 to 20") from exc
     k = max(1, min(k, MAX_K))
     pool = await rt.pool()
-    items, emb = await search_with_usage(pool, inp.memory, query, k)
+    try:
+        items, emb = await search_with_usage(pool, inp.memory, query, k)
+    except ValueError as exc:
+        raise ToolError("invalid", str(exc)) from None
     await _ledger_embedding(rt, inp, emb, "search")
     if not items:
         return f"No memories in this {inp.memory.scope} yet."

@@ -1,7 +1,7 @@
 """Memory on real PostgreSQL + pgvector: scoped recall, isolation in the database itself,
 k rows from a 1% scope, idempotent writes, expiry, and per-model vectors.
 
-Each test uses its own workspace name, so tests share the session database safely.
+Each test uses its own workspace name, so tests share one database safely.
 """
 
 from __future__ import annotations
@@ -115,6 +115,16 @@ async def test_the_database_hides_other_partitions_from_the_reader_role(
         # Back on the pool's own role: the connection still sees everything.
         count = await conn.execute("SELECT count(*) AS n FROM memories WHERE workspace = %s", (ws,))
         assert (await count.fetchone()) == {"n": 2}
+        # A search on a connection inside the caller's own transaction hands it back as it was.
+        async with conn.transaction():
+            assert [i.content for i in await search(conn, b, "roadmap", 5)] == [
+                "roadmap of channel B"
+            ]
+            who = await (await conn.execute("SELECT current_user AS u")).fetchone()
+            assert who is not None and who["u"] != "openloop_memory_reader"
+            count = await conn.execute("SELECT count(*) AS n FROM memories WHERE workspace = %s",
+                                       (ws,))
+            assert (await count.fetchone()) == {"n": 2}
 
 
 @pytest.fixture(scope="module")

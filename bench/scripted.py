@@ -1,0 +1,206 @@
+"""The benches' zero-latency scripted model and the floor workflow they are measured against.
+
+`scripted_model` is registered under the real model activity name. It does the real model
+activity's bookkeeping (`activities/model.py`: the retry cache check, transcript appends,
+the prompt built from the stored transcript with the task's view, then the answer and the
+usage row in one transaction) around a scripted answer instead of a provider call, so the
+per-step database work is what production does. The script is read from the task's
+request (`Plan`), so any worker process serves any bench task.
+
+`FloorWorkflow` is the reference: N steps of one no-op activity each (remote or local).
+The workflow sandbox re-imports this module, so everything but `temporalio.workflow` is
+imported through the pass-through.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    import asyncio
+    import json
+    import re
+    import time
+    from collections import defaultdict
+    from dataclasses import asdict, dataclass
+    from datetime import timedelta
+    from typing import Any
+
+    from temporalio import activity
+
+    from activities import ledger, transcript
+    from activities.runtime import runtime
+    from workflows.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
+    from workflows.tool_catalog import model_tool_name
+    from workflows.types import ActivityName, ModelCallInput, ModelCallResult, ModelUsage, ToolCall
+
+SCRIPTED_MODEL = "bench/scripted"
+BENCH_REPO = "acme/bench"
+ISSUES = 3  # github.get_issue cycles over these, so no two calls in a row repeat
+NOOP = "bench.noop"
+FLOOR_WORKFLOW = "bench.Floor"
+FLOOR_TIMEOUT = timedelta(seconds=30)
+_PLAN = re.compile(r"(\w+)=(\S+)")
+
+# Per process: perf_counter() at the start of every model call (or floor no-op), by task id,
+# and the model activity's own time (database work, without the simulated latency).
+STEP_STARTS: dict[str, list[float]] = defaultdict(list)
+MODEL_BODY_MS: dict[str, list[float]] = defaultdict(list)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the scripted model does for a task: `steps` model calls, a tool call in each but
+    the last, `model_ms` of simulated provider latency per call."""
+
+    steps: int = 5
+    tool: str = "memory.search"  # memory.search | memory.save | github.get_issue | mixed
+    model_ms: float = 0.0
+    repo: str = BENCH_REPO
+
+    def request(self) -> str:
+        return (
+            f"bench plan: steps={self.steps} tool={self.tool} model_ms={self.model_ms:g} "
+            f"repo={self.repo}"
+        )
+
+    @classmethod
+    def parse(cls, text: str) -> Plan:
+        values = dict(_PLAN.findall(text))
+        return cls(
+            steps=int(values.get("steps", cls.steps)),
+            tool=values.get("tool", cls.tool),
+            model_ms=float(values.get("model_ms", cls.model_ms)),
+            repo=values.get("repo", cls.repo),
+        )
+
+    def call(self, step: int) -> ToolCall:
+        tool = self.tool
+        if tool == "mixed":
+            tool = "github.get_issue" if step % 2 else "memory.search"
+        arguments: dict[str, Any]
+        if tool == "github.get_issue":
+            arguments = {"repo": self.repo, "number": 1 + step % ISSUES}
+        elif tool == "memory.save":
+            arguments = {"content": f"bench decision {step}: we keep the ledger in Postgres"}
+        else:
+            arguments = {"query": f"what did we decide about the ledger (step {step})"}
+        return ToolCall(f"call_{step}", model_tool_name(tool), json.dumps(arguments))
+
+
+def scripted_answer(plan: Plan, stored: list[dict[str, Any]], purpose: str) -> tuple[str, list[ToolCall]]:
+    """The answer to the next call: a tool call until the plan's last step, then a reply."""
+    step = 1 + sum(1 for m in stored if m["role"] == "assistant")
+    if purpose == "summary":
+        calls = [c["name"] for m in stored if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        done = "; ".join(f"step {i}: {name} returned results" for i, name in enumerate(calls, 1))
+        return f"Summary: the request was {plan.request()!r}. Done so far: {done}"[:1500], []
+    if purpose == "final" or step >= plan.steps:
+        return f"Done after {step} steps.", []
+    return "", [plan.call(step)]
+
+
+def _request(stored: list[dict[str, Any]]) -> str:
+    return next((str(m.get("content") or "") for m in stored if m["role"] == "user"), "")
+
+
+def _stored_result(message: dict[str, Any], seq: int) -> ModelCallResult:
+    return ModelCallResult(
+        text=message.get("content") or "",
+        tool_calls=[ToolCall(**call) for call in message.get("tool_calls") or []],
+        finish_reason=message.get("_finish_reason", "stop"),
+        usage=ModelUsage(**message["_usage"]),
+        transcript_upto=seq,
+        max_tokens_used=int(message.get("_max_tokens", 0)),
+    )
+
+
+@activity.defn(name=ActivityName.CALL_MODEL)
+async def scripted_model(inp: ModelCallInput) -> ModelCallResult:
+    """The model activity's bookkeeping around a scripted answer (see the module docstring)."""
+    started = time.perf_counter()
+    STEP_STARTS[inp.task_id].append(started)
+    pool = await runtime().pool()
+    new_rows = [transcript.message_to_row(m) for m in inp.new_messages]
+    if inp.purpose == "summary":
+        new_rows.append({"role": "user", "content": SUMMARY_INSTRUCTION, "tool_calls": []})
+    answer_seq = inp.transcript_upto + len(new_rows) + 1
+    async with pool.connection() as conn:
+        cached = await transcript.load_one(conn, inp.task_id, answer_seq)
+        if cached is not None and cached.get("_step") == inp.step and cached.get("_usage"):
+            return _stored_result(cached, answer_seq)
+        new_rows = await transcript.resolve_refs(conn, new_rows)
+        await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, new_rows)
+        stored = await transcript.load(conn, inp.task_id, answer_seq - 1)
+    messages = build_prompt(stored, inp.view)
+    plan = Plan.parse(_request(stored))
+    slept = time.perf_counter()
+    if plan.model_ms:
+        await asyncio.sleep(plan.model_ms / 1000)
+    slept = time.perf_counter() - slept
+    text, calls = scripted_answer(plan, stored, inp.purpose)
+    usage = ModelUsage(
+        SCRIPTED_MODEL,
+        estimate_tokens(messages),
+        estimate_tokens([{"content": text, "tool_calls": [asdict(c) for c in calls]}]),
+        0.0,
+    )
+    finish = "tool_calls" if calls else "stop"
+    answer = {
+        "role": SUMMARY_ROLE if inp.purpose == "summary" else "assistant",
+        "content": text,
+        "tool_calls": [asdict(c) for c in calls],
+        "_step": inp.step,
+        "_usage": asdict(usage),
+        "_finish_reason": finish,
+        "_offline": True,
+        "_max_tokens": inp.max_tokens,
+    }
+    async with pool.connection() as conn, conn.transaction():
+        await transcript.append(conn, inp.task_id, answer_seq, [answer])
+        await ledger.write_usage(
+            conn,
+            ledger.UsageRow(
+                task_id=inp.task_id, step=inp.step, agent=inp.agent_name, workspace=inp.workspace,
+                channel=inp.channel, surface=inp.surface, model=usage.model,
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                cost_usd=0.0,
+            ),
+        )
+    MODEL_BODY_MS[inp.task_id].append((time.perf_counter() - started - slept) * 1000)
+    return ModelCallResult(text, calls, finish, usage, answer_seq, inp.max_tokens, offline=True)
+
+
+# The floor ----------------------------------------------------------------------------------
+
+
+@dataclass
+class FloorInput:
+    steps: int
+    local: bool = False
+
+
+@dataclass
+class NoopInput:
+    step: int
+
+
+@activity.defn(name=NOOP)
+async def noop(inp: NoopInput) -> None:
+    STEP_STARTS[activity.info().workflow_id].append(time.perf_counter())
+
+
+@workflow.defn(name=FLOOR_WORKFLOW)
+class FloorWorkflow:
+    """N steps of one no-op activity each: what a step costs when it does nothing."""
+
+    @workflow.run
+    async def run(self, inp: FloorInput) -> int:
+        for step in range(1, inp.steps + 1):
+            if inp.local:
+                await workflow.execute_local_activity(
+                    NOOP, NoopInput(step), start_to_close_timeout=FLOOR_TIMEOUT
+                )
+            else:
+                await workflow.execute_activity(NOOP, NoopInput(step), start_to_close_timeout=FLOOR_TIMEOUT)
+        return inp.steps

@@ -1,0 +1,1 @@
+"""The reliability and security suite: the promises of the design, each shown by a test."""
