@@ -31,6 +31,9 @@ async def get_pool(database_url: str) -> AsyncConnectionPool:
                 min_size=1,
                 max_size=10,
                 kwargs={"autocommit": True, "row_factory": dict_row},
+                # A connection that died with the server (a restart, a failover) is replaced
+                # when it is taken, not discovered by the write that needed it.
+                check=AsyncConnectionPool.check_connection,
                 open=False,
             )
             await pool.open(wait=True, timeout=30)

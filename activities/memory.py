@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection, sql
+from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -65,15 +66,19 @@ async def ensure_model_index(conn: AsyncConnection[Any], model: str, dims: int) 
     if (model, dims) in _indexed or dims > HNSW_MAX_DIMS:
         return
     name = hnsw_index_name(model)
-    async with conn.transaction():
-        # Two workers meeting a new model together must not race on the index name.
-        await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
-        await conn.execute(
-            sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {} ON memories USING hnsw "
-                "((embedding::vector({})) vector_cosine_ops) WHERE embedding_model = {}"
-            ).format(sql.Identifier(name), sql.Literal(dims), sql.Literal(model))
-        )
+    exists = await conn.execute("SELECT 1 FROM pg_class WHERE relname = %s", (name,))
+    if await exists.fetchone() is None:
+        async with conn.transaction():
+            # Two workers meeting a new model together must not race on the index name.
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (name,))
+            await conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {} ON memories USING hnsw "
+                    "((embedding::vector({})) vector_cosine_ops) WHERE embedding_model = {}"
+                ).format(sql.Identifier(name), sql.Literal(dims), sql.Literal(model))
+            )
+        if conn.info.transaction_status != TransactionStatus.IDLE:
+            return  # made inside the caller's transaction, which may still roll back
     _indexed.add((model, dims))
 
 

@@ -11,7 +11,19 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 PASSTHROUGH_MODULES = (
     "config",  # pydantic models of the agent spec, no I/O
-    "workflows",  # our own types and pure helpers
+    # Our types and pure helpers. Not the whole `workflows` package: a module passed through
+    # is the worker's own copy, where the sandbox checks nothing, so the modules holding
+    # workflow logic (agent_task, approvals, agent_budget, retention) must stay out.
+    "workflows.types",
+    "workflows.tool_catalog",
+    "workflows.policy",
+    "workflows.budget",
+    "workflows.budget_ledger",
+    "workflows.budget_types",
+    "workflows.activity_options",
+    "workflows.compaction",
+    "workflows.outcomes",
+    "workflows.search",
     "pydantic",
     "pydantic_core",
     "jsonschema",  # argument validation of tool calls

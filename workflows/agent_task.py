@@ -16,6 +16,9 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+# Workflow logic: imported inside the sandbox, so it is checked like this module.
+from workflows.approvals import ApprovalGate
+
 with workflow.unsafe.imports_passed_through():
     from workflows import budget, policy, search
     from workflows.activity_options import (
@@ -25,7 +28,6 @@ with workflow.unsafe.imports_passed_through():
         SURFACE_OPTIONS,
         TOOL_OPTIONS,
     )
-    from workflows.approvals import ApprovalGate
     from workflows.outcomes import next_action, status_line
     from workflows.tool_catalog import NATIVE_TOOLS, catalog_tool_name, model_tool_name
     from workflows.types import (
@@ -60,6 +62,7 @@ MAX_CONTINUATIONS = 3  # a reply cut off by the output limit is continued this m
 COMPACT_AT_SHARE = 0.6  # summarise the conversation when the prompt passes this share
 DEFAULT_CONTEXT_WINDOW = 128_000
 MAX_STEP_RECORDS = 200
+AUDIT_INVALID_TOOL_CALLS = "audit-invalid-tool-calls"  # workflow.patched id
 
 
 class _Stop(Exception):
@@ -393,7 +396,8 @@ class AgentTaskWorkflow:
         if not check.allowed:
             self._tool_message(call, f"Error: {check.problem}")
             self._record("refused", f"{name}: {check.problem}")
-            if check.kind != "invalid":
+            # Invalid calls are audited too; tasks started before that replay without it.
+            if check.kind != "invalid" or workflow.patched(AUDIT_INVALID_TOOL_CALLS):
                 await self.gate.audit(
                     self.step, call.id, "tool_refused", name, check.arguments, check.problem
                 )

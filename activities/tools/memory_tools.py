@@ -2,17 +2,23 @@
 workspace, as its spec says), never another one's.
 
 `memory.save` writes with the call's idempotency key, so a retried tool activity stores one
-row. A paid embedding (a LiteLLM model) is written to the usage ledger like any model call.
+row, and writes it in one transaction with its audit row and, for a paid embedding (a LiteLLM
+model), its usage row.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from psycopg import AsyncConnection
 
 from activities import ledger
 from activities.embeddings import Embeddings, is_offline
 from activities.memory import MAX_CONTENT_CHARS, remember_with_usage, search_with_usage
 from activities.runtime import Runtime
 from activities.tools.registry import ToolError, handler
-from workflows.types import ToolCallInput
+from activities.tools.runner import tool_audit
+from workflows.types import ToolCallInput, ToolCallResult
 
 DEFAULT_K = 5
 MAX_K = 20
@@ -28,15 +34,20 @@ async def save(inp: ToolCallInput, rt: Runtime) -> str:
         raise ToolError(
             "invalid", f"`content` is {len(content)} characters; save at most {MAX_CONTENT_CHARS}"
         )
+    saved = ToolCallResult(ok=True, output=f"Saved to {inp.memory.scope} memory: {content}")
     pool = await rt.pool()
-    try:
-        _, _, emb = await remember_with_usage(
-            pool, inp.memory, content, inp.task_id, inp.step, inp.idempotency_key
-        )
-    except ValueError as exc:  # the scope itself is invalid
-        raise ToolError("invalid", str(exc)) from None
-    await _ledger_embedding(rt, inp, emb, "save")
-    return f"Saved to {inp.memory.scope} memory: {content}"
+    # One transaction: the memory, its embedding's usage row and the call's audit row commit
+    # together, so a crash between them leaves none and the retry writes all three once.
+    async with pool.connection() as conn, conn.transaction():
+        try:
+            _, _, emb = await remember_with_usage(
+                conn, inp.memory, content, inp.task_id, inp.step, inp.idempotency_key
+            )
+        except ValueError as exc:  # the scope itself is invalid
+            raise ToolError("invalid", str(exc)) from None
+        await _ledger_embedding(conn, inp, emb, "save")
+        await ledger.write_audit(conn, tool_audit(inp, saved))
+    return saved.output
 
 
 @handler("memory.search")
@@ -54,7 +65,9 @@ async def search(inp: ToolCallInput, rt: Runtime) -> str:
         items, emb = await search_with_usage(pool, inp.memory, query, k)
     except ValueError as exc:
         raise ToolError("invalid", str(exc)) from None
-    await _ledger_embedding(rt, inp, emb, "search")
+    if emb is not None and not is_offline(emb.model):
+        async with pool.connection() as conn:
+            await _ledger_embedding(conn, inp, emb, "search")
     if not items:
         return f"No memories in this {inp.memory.scope} yet."
     lines = [f"{len(items)} memories from this {inp.memory.scope}, best match first:"]
@@ -67,26 +80,24 @@ async def search(inp: ToolCallInput, rt: Runtime) -> str:
 
 
 async def _ledger_embedding(
-    rt: Runtime, inp: ToolCallInput, emb: Embeddings | None, what: str
+    conn: AsyncConnection[Any], inp: ToolCallInput, emb: Embeddings | None, what: str
 ) -> None:
     if emb is None or is_offline(emb.model):
         return
-    pool = await rt.pool()
-    async with pool.connection() as conn:
-        await ledger.write_usage(
-            conn,
-            ledger.UsageRow(
-                task_id=inp.task_id,
-                step=inp.step,
-                agent=inp.memory.agent,
-                workspace=inp.memory.workspace,
-                channel=inp.context.channel,
-                surface=inp.context.surface,
-                model=emb.model,
-                prompt_tokens=emb.prompt_tokens,
-                completion_tokens=0,
-                cost_usd=emb.cost_usd,
-                key=f"embed:{what}:{inp.idempotency_key}",
-                task_kind="embedding",
-            ),
-        )
+    await ledger.write_usage(
+        conn,
+        ledger.UsageRow(
+            task_id=inp.task_id,
+            step=inp.step,
+            agent=inp.memory.agent,
+            workspace=inp.memory.workspace,
+            channel=inp.context.channel,
+            surface=inp.context.surface,
+            model=emb.model,
+            prompt_tokens=emb.prompt_tokens,
+            completion_tokens=0,
+            cost_usd=emb.cost_usd,
+            key=f"embed:{what}:{inp.idempotency_key}",
+            task_kind="embedding",
+        ),
+    )

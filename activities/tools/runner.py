@@ -42,21 +42,24 @@ async def run_tool(inp: ToolCallInput) -> ToolCallResult:
                 result.output[: transcript.TOOL_OUTPUT_PREVIEW_CHARS]
                 + f"\n[… {len(result.output)} characters in all, stored as {ref}]"
             )
-        await ledger.write_audit(
-            conn,
-            AuditEvent(
-                task_id=inp.task_id,
-                step=inp.step,
-                key=f"{inp.step}:{inp.call_id}:tool",
-                agent=inp.memory.agent,
-                workspace=inp.memory.workspace,
-                channel=inp.context.channel,
-                kind="tool_call",
-                actor=inp.requested_by,
-                tool=inp.tool,
-                arguments=inp.arguments,
-                outcome="ok" if result.ok else f"error:{result.error_kind}",
-                approver=inp.approval.approver if inp.approval else None,
-            ),
-        )
+        await ledger.write_audit(conn, tool_audit(inp, result))
     return result
+
+
+def tool_audit(inp: ToolCallInput, result: ToolCallResult) -> AuditEvent:
+    """The audit row of one tool call; keyed by the call, so writing it again adds nothing.
+    A handler may write it itself, in the transaction of its own writes."""
+    return AuditEvent(
+        task_id=inp.task_id,
+        step=inp.step,
+        key=f"{inp.step}:{inp.call_id}:tool",
+        agent=inp.memory.agent,
+        workspace=inp.memory.workspace,
+        channel=inp.context.channel,
+        kind="tool_call",
+        actor=inp.requested_by,
+        tool=inp.tool,
+        arguments=inp.arguments,
+        outcome="ok" if result.ok else f"error:{result.error_kind}",
+        approver=inp.approval.approver if inp.approval else None,
+    )

@@ -39,6 +39,7 @@ def register(app: FastAPI) -> None:
             log.warning("slack event rejected: body is not JSON")
             return _reply(400, {"ok": False, "error": "invalid_json"})
         if not isinstance(payload, dict):
+            log.warning("slack event rejected: body is JSON but not an object")
             return _reply(400, {"ok": False, "error": "invalid_payload"})
         if payload.get("type") == "url_verification":
             return _reply(200, {"challenge": str(payload.get("challenge") or "")})
@@ -58,6 +59,7 @@ def register(app: FastAPI) -> None:
             log.warning("slack interaction rejected: no JSON payload field")
             return _reply(400, {"ok": False, "error": "invalid_payload"})
         if not isinstance(payload, dict):
+            log.warning("slack interaction rejected: payload is JSON but not an object")
             return _reply(400, {"ok": False, "error": "invalid_payload"})
         outcome = await _dispatch(request, "interaction", payload, None)
         return _ack(outcome, background)

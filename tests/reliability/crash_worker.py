@@ -1,29 +1,36 @@
-"""A production worker process (`workers.run.run_worker`) for the crash tests.
+"""Worker processes for the crash tests, forked from one warm parent.
 
-Two things differ from production, both timeouts, so a worker killed mid-activity is noticed
-in seconds instead of minutes; what happens after is exactly what production does:
+`python -m tests.reliability.crash_worker` starts a parent that loads everything a worker
+needs (LiteLLM is the slow part), prints `warm`, then forks one worker process per request:
+a JSON line `{"env": {...}, "log": "<path>"}` on stdin. Each child takes that environment,
+writes its output to the log, runs the production worker (`workers.run.run_worker`) and
+records its exit code in `<log>.exit`; the parent answers with the child's pid. A child is
+a real, separate process: SIGKILL kills it with nothing reported, SIGTERM stops it the way
+it stops in production. Forking saves each test the seconds of a cold start.
 
-- the model activity's heartbeat timeout is 2 s (production: 60 s) and it beats every 0.5 s;
-- a tool attempt times out after 5 s (production: 2 min), GitHub requests after 2 s;
+Only timeouts differ from production, so a worker killed mid-activity is noticed in
+seconds; what happens after is exactly what production does:
+
+- the model activity's heartbeat timeout is 2 s (production: 60 s), beating every 0.5 s;
+- a tool attempt times out after 3 s (production: 2 min), GitHub requests after 2 s;
 - a task cached by a dead worker moves to another after 1 s (the SDK default is 10 s).
-
-It prints `warm` once LiteLLM is loaded (the slow part of starting), then, when
-RELIABILITY_WAIT_FOR_GO=1, waits for a line on stdin before it starts polling, so a standby
-worker can be warmed up while the first one still runs. Readiness is the usual ready file.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import os
+import signal
 import sys
 from datetime import timedelta
+from typing import Any
 
 MODEL_HEARTBEAT_TIMEOUT = timedelta(seconds=2)
 MODEL_HEARTBEAT_EVERY_SECONDS = 0.5
-TOOL_ATTEMPT_TIMEOUT = timedelta(seconds=5)
+TOOL_ATTEMPT_TIMEOUT = timedelta(seconds=3)
 GITHUB_REQUEST_TIMEOUT_SECONDS = 2
 STICKY_TIMEOUT = timedelta(seconds=1)
 
@@ -46,24 +53,49 @@ def _shorten_timeouts() -> None:
 def _warm_up() -> None:
     import litellm
 
+    import workers.run  # noqa: F401 - every activity module, loaded before the fork
+
     litellm.token_counter(model="openai/gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
 
 
-def main() -> int:
+def _child(request: dict[str, Any]) -> None:
+    """In the forked process: become a worker with the requested environment."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    os.environ.update(request["env"])
+    log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
     logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from workers.run import run_worker, settings_from_env
 
+    code = 1
+    try:
+        asyncio.run(run_worker(settings_from_env()))
+        code = 0
+    except BaseException:
+        logging.getLogger("openloop.worker").exception("worker failed")
+    finally:
+        with open(request["log"] + ".exit", "w") as done:
+            done.write(str(code))
+        os._exit(code)
+
+
+def main() -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     _shorten_timeouts()
     _warm_up()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     print("warm", flush=True)
-    if os.environ.get("RELIABILITY_WAIT_FOR_GO") == "1":
-        sys.stdin.readline()
-    asyncio.run(run_worker(settings_from_env()))
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        print(pid, flush=True)
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
 import signal
 import subprocess
@@ -62,29 +63,34 @@ async def start(
     channel: str | None = None,
     surface: str = "cli",
     user: str = "cli:test",
+    task_id: str | None = None,
 ) -> Handle:
     context = SurfaceContext(surface=surface, channel=channel or f"ch-{uuid.uuid4().hex[:8]}", user=user)
     settings = Settings(task_queue=task_queue)
     handle, started = await start_task(
-        client, settings, agent, context, request, task_id=f"task-rel-{uuid.uuid4().hex[:16]}"
+        client, settings, agent, context, request, task_id=task_id or new_task_id()
     )
     assert started
     return handle
+
+
+def new_task_id() -> str:
+    return f"task-rel-{uuid.uuid4().hex[:16]}"
 
 
 async def scalar(pg_url: str, sql: str, *params: object) -> Any:
     """The first column of the first row (the pool returns dict rows)."""
     pool = await get_pool(pg_url)
     async with pool.connection() as conn:
-        row = await (await conn.execute(sql, params)).fetchone()  # type: ignore[arg-type]
+        row: Any = await (await conn.execute(sql, params)).fetchone()  # type: ignore[arg-type]
     return None if row is None else next(iter(row.values()))
 
 
 async def eventually(
-    check: Callable[[], Awaitable[bool]] | Callable[[], bool], what: str, timeout: float = 30.0
+    check: Callable[[], Awaitable[bool]] | Callable[[], bool], what: str, within: float = 30.0
 ) -> None:
-    """Poll `check` until it holds; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
+    """Poll `check` until it holds; fail naming `what` after `within` seconds."""
+    deadline = time.monotonic() + within
     while True:
         outcome = check()
         if inspect.isawaitable(outcome):
@@ -92,7 +98,7 @@ async def eventually(
         if outcome:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+            raise AssertionError(f"timed out after {within:g}s waiting for {what}")
         await asyncio.sleep(0.05)
 
 
@@ -101,88 +107,154 @@ async def eventually(
 
 @dataclass
 class WorkerProcess:
+    """A worker process forked by `WorkerForker`: killed, stopped and watched by pid."""
+
     name: str
-    process: subprocess.Popen[str]
+    pid: int
     ready_file: Path
     log_file: Path
 
     def log(self) -> str:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
 
-    async def warm(self) -> None:
-        """Wait until the process has loaded LiteLLM (it prints `warm`)."""
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(
-            asyncio.to_thread(self.process.stdout.readline), WORKER_START_TIMEOUT_S
-        )
-        assert line.strip() == "warm", f"worker {self.name} did not warm up:\n{self.log()}"
+    def alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        return True
 
-    async def go(self) -> None:
-        """Let a standby worker start polling, and wait until it does."""
-        assert self.process.stdin is not None
-        self.process.stdin.write("go\n")
-        self.process.stdin.flush()
-        await self.ready()
+    def exit_code(self) -> int | None:
+        done = self.log_file.with_name(self.log_file.name + ".exit")
+        return int(done.read_text()) if done.exists() else None
 
     async def ready(self) -> None:
         deadline = time.monotonic() + WORKER_START_TIMEOUT_S
         while not self.ready_file.exists():
-            assert self.process.poll() is None, f"worker {self.name} exited:\n{self.log()}"
+            assert self.alive(), f"worker {self.name} exited:\n{self.log()}"
             assert time.monotonic() < deadline, f"worker {self.name} not ready:\n{self.log()}"
             await asyncio.sleep(0.05)
 
-    def kill(self) -> None:
-        """SIGKILL: the process gets no chance to finish or report anything."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(10)
+    async def gone(self, within: float = 30.0) -> None:
+        await eventually(lambda: not self.alive(), f"worker {self.name} to exit", within)
 
-    def terminate(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait; returns the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(10)
-            raise AssertionError(f"worker {self.name} ignored SIGTERM:\n{self.log()}") from None
+    async def kill(self) -> None:
+        """SIGKILL: the process gets no chance to finish or report anything."""
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
+        await self.gone()
+
+    async def terminate(self, within: float = 30.0) -> int | None:
+        """SIGTERM, wait for the exit, and return the exit code the worker recorded."""
+        if self.alive():
+            os.kill(self.pid, signal.SIGTERM)
+        await self.gone(within)
+        return self.exit_code()
+
+
+class WorkerForker:
+    """The warm parent of the worker processes (`tests.reliability.crash_worker`)."""
+
+    def __init__(self, tmp: Path) -> None:
+        base = {k: v for k, v in os.environ.items() if not k.startswith("OPENLOOP_") and "_API_KEY" not in k}
+        base.update(LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(REPO))
+        self.log_file = tmp / "forker.log"
+        with self.log_file.open("w") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "tests.reliability.crash_worker"],
+                env=base, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, cwd=REPO,
+            )
+
+    async def _line(self) -> str:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(asyncio.to_thread(self.process.stdout.readline), WORKER_START_TIMEOUT_S)
+        assert line, f"the worker parent exited:\n{self.log_file.read_text(errors='replace')}"
+        return line.strip()
+
+    async def warm(self) -> WorkerForker:
+        assert await self._line() == "warm"
+        return self
+
+    async def spawn(self, name: str, env: dict[str, str], tmp: Path) -> WorkerProcess:
+        """Fork a worker with `env`; it polls as soon as it has connected."""
+        ready, log_file = tmp / name / "ready", tmp / f"{name}.log"
+        assert self.process.stdin is not None
+        request = {"env": {**env, "OPENLOOP_READY_FILE": str(ready)}, "log": str(log_file)}
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        return WorkerProcess(name, int(await self._line()), ready, log_file)
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
 
 
 def worker_env(
     temporal_address: str, pg_url: str, task_queue: str, tmp: Path, **extra: str
 ) -> dict[str, str]:
-    """The environment of a worker process; no stray settings or keys from the shell."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENLOOP_") and "_API_KEY" not in k}
-    env.update(
-        OPENLOOP_TEMPORAL_ADDRESS=temporal_address,
-        OPENLOOP_DATABASE_URL=pg_url,
-        OPENLOOP_TASK_QUEUE=task_queue,
-        OPENLOOP_STATE_DIR=str(tmp / "state"),
-        OPENLOOP_SHUTDOWN_GRACE_SECONDS="10",
-        LITELLM_LOCAL_MODEL_COST_MAP="True",
-        PYTHONPATH=str(REPO),
+    """The settings of a worker process (its parent has no OpenLoop settings or keys)."""
+    return {
+        "OPENLOOP_TEMPORAL_ADDRESS": temporal_address,
+        "OPENLOOP_DATABASE_URL": pg_url,
+        "OPENLOOP_TASK_QUEUE": task_queue,
+        "OPENLOOP_STATE_DIR": str(tmp / "state"),
+        "OPENLOOP_SHUTDOWN_GRACE_SECONDS": "10",
         **extra,
+    }
+
+
+# Faults injected in Postgres -------------------------------------------------------------
+
+# A row in `rel_faults` makes the next writes of one task to one table misbehave:
+# `hold` sleeps inside the writing transaction (so a test can kill its backend there),
+# `fail` raises, as if the process had died just before that write.
+FAULTS_SQL = """
+CREATE TABLE IF NOT EXISTS rel_faults (
+    task_id text NOT NULL, tbl text NOT NULL, kind text NOT NULL, PRIMARY KEY (task_id, tbl));
+CREATE OR REPLACE FUNCTION rel_fault() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    task text := coalesce(to_jsonb(NEW)->>'task_id', to_jsonb(NEW)->>'source_task_id');
+    fault text;
+BEGIN
+    SELECT kind INTO fault FROM rel_faults WHERE task_id = task AND tbl = TG_TABLE_NAME;
+    IF fault = 'hold' THEN
+        PERFORM pg_sleep(60);
+    ELSIF fault = 'fail' THEN
+        RAISE EXCEPTION 'injected fault: no % row for %', TG_TABLE_NAME, task;
+    END IF;
+    RETURN NEW;
+END $$;
+"""
+FAULT_TABLES = ("usage_ledger", "audit_log", "memories", "transcript")
+
+
+def install_faults(pg_url: str) -> None:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(4242)")
+        conn.execute(FAULTS_SQL)  # type: ignore[arg-type]
+        for table in FAULT_TABLES:
+            conn.execute(f"DROP TRIGGER IF EXISTS rel_fault ON {table}")  # type: ignore[arg-type]
+            conn.execute(
+                f"CREATE TRIGGER rel_fault BEFORE INSERT ON {table}"  # type: ignore[arg-type]
+                " FOR EACH ROW EXECUTE FUNCTION rel_fault()"
+            )
+
+
+async def set_fault(pg_url: str, task_id: str, table: str, kind: str | None) -> None:
+    """Arm (`hold` or `fail`) or clear (None) the fault for one task's writes to `table`."""
+    pool = await get_pool(pg_url)
+    async with pool.connection() as conn:
+        await conn.execute("DELETE FROM rel_faults WHERE task_id = %s AND tbl = %s", (task_id, table))
+        if kind is not None:
+            await conn.execute("INSERT INTO rel_faults VALUES (%s, %s, %s)", (task_id, table, kind))
+
+
+async def held_backend(pg_url: str, table: str) -> int | None:
+    """The pid of a backend sleeping in a `hold` fault while inserting into `table`."""
+    return await scalar(  # type: ignore[no-any-return]
+        pg_url,
+        "SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query ILIKE %s",
+        f"%INSERT INTO {table}%",
     )
-    return env
-
-
-def spawn(name: str, env: dict[str, str], tmp: Path, *, standby: bool = False) -> WorkerProcess:
-    """Start `tests.reliability.crash_worker`; a standby one polls only after `go()`."""
-    ready = tmp / name / "ready"
-    log_file = tmp / f"{name}.log"
-    with log_file.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "tests.reliability.crash_worker"],
-            env={
-                **env,
-                "OPENLOOP_READY_FILE": str(ready),
-                "RELIABILITY_WAIT_FOR_GO": "1" if standby else "0",
-            },
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=log,
-            text=True,
-            cwd=REPO,
-        )
-    return WorkerProcess(name, process, ready, log_file)

@@ -17,10 +17,10 @@ from temporalio.client import Client
 from tests.fakes.model_api import FakeModelAPI
 from tests.reliability.harness import (
     FAKE_OPENAI_KEY,
+    WorkerForker,
     agent_config,
     eventually,
     scalar,
-    spawn,
     start,
     stored,
     worker_env,
@@ -35,7 +35,8 @@ HOLD_TTL_SECONDS = 3.0  # the crashed attempt's hold is released after this
 
 
 async def test_worker_killed_during_a_model_call_is_charged_once(
-    client: Client, dev_server: TemporalDevServer, pg_url: str, task_queue: str, tmp_path: Path
+    client: Client, dev_server: TemporalDevServer, pg_url: str, task_queue: str, tmp_path: Path,
+    forker: WorkerForker,
 ) -> None:
     fake = FakeModelAPI().start()
     fake.answer("An answer nobody receives.", delay=30)  # held until the worker is dead
@@ -44,10 +45,10 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
         dev_server.address, pg_url, task_queue, tmp_path,
         OPENLOOP_MODEL_API_BASE=fake.base_url, OPENAI_API_KEY=FAKE_OPENAI_KEY,
     )
-    first, standby = spawn("first", env, tmp_path), spawn("standby", env, tmp_path, standby=True)
+    first = await forker.spawn("first", env, tmp_path)
+    second = None
     budget = None
     try:
-        await first.warm()
         await first.ready()
         agent = await stored(pg_url, agent_config(budget={"monthly_usd": 5.0}))
         budget = await client.start_workflow(
@@ -58,9 +59,8 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
         )
         handle = await start(client, task_queue, agent, "Which day do we deploy?")
         await eventually(lambda: len(fake.requests) == 1, "the model request to arrive", 60)
-        first.kill()
-        await standby.warm()
-        await standby.go()
+        await first.kill()
+        second = await forker.spawn("second", env, tmp_path)
         result = await asyncio.wait_for(handle.result(), 60)
 
         assert result.status == TaskStatus.SUCCESS, result.reason
@@ -79,8 +79,8 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
             and e.activity_task_scheduled_event_attributes.activity_type.name == ActivityName.CALL_MODEL
         ]
-        completed = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED]
-        starts = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED]
+        completed = [e for e in history.events if e.HasField("activity_task_completed_event_attributes")]
+        starts = [e for e in history.events if e.HasField("activity_task_started_event_attributes")]
         assert len(scheduled) == 1 and len(completed) >= 1
         model_start = next(
             e for e in starts
@@ -98,9 +98,11 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
         view = await budget.query(AgentBudgetWorkflow.snapshot)
         assert view.reserved_usd == 0
         assert view.spent_usd == pytest.approx(cost)  # settled once; the dead hold cost nothing
+        assert FAKE_OPENAI_KEY not in first.log() + second.log()  # nor in the workers' logs
     finally:
-        first.kill()
-        standby.kill()
+        for worker in (first, second):
+            if worker is not None:
+                await worker.kill()
         fake.stop()
         if budget is not None:
             await budget.terminate()

@@ -1,0 +1,113 @@
+"""Model output that must never run: arguments that are not JSON or break the tool's
+schema, a tool that does not exist, a tool the agent was not given. Each is refused, told
+to the model, audited, and never executed, with the real activities and LiteLLM talking to
+a fake provider. (The same with stand-in activities: tests/workflow/test_ceilings.py.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.testing import WorkflowEnvironment
+
+from activities.db import get_pool
+from config.settings import Settings
+from tests.fakes.model_api import FakeModelAPI, tool_call
+from tests.reliability.harness import FAKE_OPENAI_KEY, agent_config, scalar, start, stored
+from tests.workflow.scripted import Script, say, use
+from tests.workflow.test_approvals import start as start_scripted
+from tests.workflow.test_approvals import task_input, worker
+from workers.history import replay
+from workers.worker import build_worker
+from workflows.types import TaskStatus
+
+CALLS = [
+    tool_call("call_json", "memory__search", "{not json"),
+    tool_call("call_schema", "memory__search", {"query": 7}),
+    tool_call("call_unknown", "shell__exec", {"cmd": "cat /etc/passwd"}),
+    tool_call("call_not_given", "github__create_issue", {"repo": "acme/api", "title": "x"}),
+]
+PROBLEMS = {
+    "call_json": "not valid JSON",
+    "call_schema": "is not of type 'string'",
+    "call_unknown": "unknown tool 'shell.exec'",
+    "call_not_given": "not enabled for this agent",
+}
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
+    fake = FakeModelAPI().start()
+    monkeypatch.setenv("OPENLOOP_MODEL_API_BASE", fake.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
+    yield fake
+    fake.stop()
+
+
+async def test_bad_tool_calls_are_refused_told_to_the_model_audited_and_never_run(
+    client: Client, settings: Settings, task_queue: str, model: FakeModelAPI
+) -> None:
+    url = settings.require_database_url()
+    agent = await stored(url, agent_config(tools=[{"name": "memory.search", "permissions": ["memory:read"]}]))
+    model.answer_tool_calls(CALLS)
+    model.answer("I cannot do any of that.")
+    async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
+        handle = await start(client, task_queue, agent, "Search, then read /etc/passwd and file an issue")
+        result = await asyncio.wait_for(handle.result(), 60)
+
+    assert result.status == TaskStatus.SUCCESS and result.reply == "I cannot do any of that."
+    # Told to the model, one tool message per call, each naming what was wrong.
+    sent = model.requests[1].body["messages"]
+    told = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    assert set(told) == set(PROBLEMS)
+    for call_id, problem in PROBLEMS.items():
+        assert problem in told[call_id] and told[call_id].startswith("Error"), told[call_id]
+    # Never executed: no tool activity ran.
+    history = await handle.fetch_history()
+    assert "openloop.tool.run" not in history.to_json()
+    assert await scalar(url, "SELECT count(*) FROM audit_log WHERE task_id = %s AND kind = 'tool_call'",
+                        handle.id) == 0
+    # Audited, every one of them, with the reason.
+    pool = await get_pool(url)
+    async with pool.connection() as conn:
+        rows: list[Any] = await (await conn.execute(
+            "SELECT tool, outcome FROM audit_log WHERE task_id = %s AND kind = 'tool_refused'"
+            " ORDER BY id", (handle.id,)
+        )).fetchall()
+    refused = {(row["tool"], row["outcome"]) for row in rows}
+    assert len(rows) == len(CALLS), json.dumps(rows, default=str)
+    assert {tool for tool, _ in refused} == {"memory.search", "shell.exec", "github.create_issue"}
+    assert all(any(p in outcome for p in PROBLEMS.values()) for _, outcome in refused)
+
+
+async def test_a_task_recorded_before_invalid_calls_were_audited_still_replays(
+    ts_env: WorkflowEnvironment, task_queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The audit of invalid calls sits behind `workflow.patched`: a history recorded by the
+    code before it (no marker, no audit) and one recorded now both replay; without the
+    patch the replay gate reports the old history as nondeterministic."""
+    bad = [use("github.create_issue", "{not json", "c1"), say("Sorry.")]
+    histories = []
+    for before_the_change in (True, False):
+        script = Script(list(bad))
+        with monkeypatch.context() as patch:
+            if before_the_change:
+                patch.setattr(workflow, "patched", lambda _id: False)  # the code as it was
+            async with worker(ts_env, script, task_queue):
+                handle = await start_scripted(ts_env, task_input(), task_queue)
+                assert (await handle.result()).status == TaskStatus.SUCCESS
+        audited = [a.kind for a in script.audits]
+        assert audited == ([] if before_the_change else ["tool_refused"])
+        histories.append(await handle.fetch_history())
+    reports = await replay(histories)
+    assert all(r.ok for r in reports), reports
+    with monkeypatch.context() as patch:  # the same change without workflow.patched: caught
+        patch.setattr(workflow, "patched", lambda _id: True)
+        unpatched = await replay(histories[:1])
+    assert unpatched[0].error_type == "NondeterminismError", unpatched
