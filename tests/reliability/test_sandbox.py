@@ -28,6 +28,8 @@ import workflows.agent_budget
 import workflows.agent_task
 import workflows.approvals
 import workflows.retention
+import workflows.task_state
+import workflows.task_steps
 from workers.sandbox import workflow_runner
 
 
@@ -146,7 +148,14 @@ async def test_the_project_workflow_modules_run_inside_the_sandbox(
     client: Client, sandbox_queue: str
 ) -> None:
     # The worker process's own module objects; a sandboxed module is a fresh copy per run.
-    sandboxed = [workflows.agent_task, workflows.approvals, workflows.agent_budget, workflows.retention]
+    sandboxed = [
+        workflows.agent_task,
+        workflows.task_state,
+        workflows.task_steps,
+        workflows.approvals,
+        workflows.agent_budget,
+        workflows.retention,
+    ]
     names = [module.__name__ for module in sandboxed]
     host_ids = {name: id(sys.modules[name]) for name in [*names, "workflows.types"]}
     shared = await client.execute_workflow(
