@@ -16,7 +16,9 @@ from psycopg import AsyncConnection
 
 from workflows.types import ChatMessage
 
-TOOL_OUTPUT_PREVIEW_CHARS = 2000  # more than this is stored and referenced, not put in history
+# More than this is stored in Postgres and referenced, not put in workflow history: the
+# model still reads the whole output (the model activity resolves the reference).
+TOOL_OUTPUT_PREVIEW_CHARS = 500
 
 
 def message_to_row(message: ChatMessage) -> dict[str, Any]:

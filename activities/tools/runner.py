@@ -35,7 +35,10 @@ async def run_tool(inp: ToolCallInput) -> ToolCallResult:
     pool = await rt.pool()
     async with pool.connection() as conn:
         if len(result.output) > transcript.TOOL_OUTPUT_PREVIEW_CHARS:
-            ref = "out-" + hashlib.sha256(inp.idempotency_key.encode()).hexdigest()[:24]
+            # Named by content: the same output twice is the same reference, so a repeated
+            # call with a repeated result still reads as no progress.
+            digest = hashlib.sha256(f"{inp.task_id}\n{result.output}".encode()).hexdigest()
+            ref = f"out-{digest[:24]}"
             await transcript.store_tool_output(conn, ref, inp.task_id, result.output)
             result.output_ref = ref
             result.output = (
