@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from surfaces.client import connect
 from surfaces.tasks import start_task, task_id_for
 from tests.fakes.github_api import FakeGitHub
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, free_port, stop_process
-from workers.worker import ACTIVITIES, MAX_CACHED_WORKFLOWS, build_worker
+from workers.worker import ACTIVITIES, build_worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import SurfaceContext, TaskResult
 
@@ -47,7 +48,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = Path(__file__).parent / "results"
 GITHUB_TOKEN = "ghp_bench"
 APPROVER = "cli:bench"
-ISSUE_BODY_CHARS = 3000  # a long-ish issue, under the tool's own bound
+ISSUE_BODY_CHARS = 3000
+WORKER_WARNINGS: dict[
+    int, int
+] = {}  # warning lines each worker process logged, by pid  # a long-ish issue, under the tool's own bound
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Stack:
     client: Client
     github: FakeGitHub
     agents: dict[str, StoredAgent] = field(default_factory=dict)
+    server_pids: dict[str, int] = field(default_factory=dict)  # temporal, postgres (postmaster)
 
 
 def bench_agent(name: str, *, approvals: bool = False) -> AgentConfig:
@@ -92,6 +97,9 @@ async def prepare(settings: Settings, client: Client, github: FakeGitHub) -> Sta
     """Point the activities at `settings`, seed GitHub, store the bench agents."""
     github_client.reset_clients()
     activity_runtime.configure(settings)
+    # The fake writes headers and body in two sends; with Nagle on, each answer then waits
+    # for the client's delayed ACK (~40 ms). A tool that fast would be noise here, not GitHub.
+    github._server.RequestHandlerClass.disable_nagle_algorithm = True  # type: ignore[attr-defined]
     seed_github(github)
     pool = await get_pool(settings.require_database_url())
     stack = Stack(settings, client, github)
@@ -115,15 +123,27 @@ async def embedded_stack() -> AsyncIterator[Stack]:
             temporal.wait_healthy()
             await apply_migrations_async(url)
             settings = Settings(
-                database_url=url, temporal_address=temporal.address, state_dir=Path(tmp) / "state",
-                github_api_url=github.url, github_token=SecretStr(GITHUB_TOKEN),
+                database_url=url,
+                temporal_address=temporal.address,
+                state_dir=Path(tmp) / "state",
+                github_api_url=github.url,
+                github_token=SecretStr(GITHUB_TOKEN),
             )
-            yield await prepare(settings, await connect(settings), github)
+            stack = await prepare(settings, await connect(settings), github)
+            assert temporal.process is not None
+            postmaster = int((Path(tmp) / "pg" / "postmaster.pid").read_text().split()[0])
+            stack.server_pids = {"temporal": temporal.process.pid, "postgres": postmaster}
+            yield stack
         finally:
             await close_pools()
             github.stop()
             postgres.stop()
             temporal.stop()
+
+
+def log(message: str) -> None:
+    """Progress on stderr, so a long run shows it is alive; results go to stdout and JSON."""
+    print(f"[{datetime.now().strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def new_queue(kind: str) -> str:
@@ -139,14 +159,10 @@ def agent_activities() -> list[Any]:
     return [scripted_model if a.__name__ == "call_model" else a for a in ACTIVITIES]
 
 
-def bench_workers(
-    client: Client, settings: Settings, queue: str, *, max_cached_workflows: int = MAX_CACHED_WORKFLOWS
-) -> list[Worker]:
-    """The real worker (build_worker) with the scripted model, and the floor workflow's worker
-    built from the very same config on its own queue."""
-    agent = build_worker(
-        client, settings, queue, activities=agent_activities(), max_cached_workflows=max_cached_workflows
-    )
+def bench_workers(client: Client, settings: Settings, queue: str, **options: int) -> list[Worker]:
+    """The real worker (build_worker, `options` as its keyword arguments) with the scripted
+    model, and the floor workflow's worker built from the very same config on its own queue."""
+    agent = build_worker(client, settings, queue, activities=agent_activities(), **options)
     config: dict[str, Any] = dict(agent.config())
     config.update(task_queue=floor_queue(queue), workflows=[FloorWorkflow], activities=[noop])
     return [agent, Worker(**config)]
@@ -167,7 +183,11 @@ async def start_agent_task(
     context = SurfaceContext(surface="cli", channel="bench", user=APPROVER, event_id=event_id)
     settings = stack.settings.model_copy(update={"task_queue": queue})
     handle, _ = await start_task(
-        stack.client, settings, stack.agents[agent], context, plan.request(),
+        stack.client,
+        settings,
+        stack.agents[agent],
+        context,
+        plan.request(),
         task_id=task_id_for("cli", event_id),
     )
     return handle
@@ -176,8 +196,9 @@ async def start_agent_task(
 # Worker processes ---------------------------------------------------------------------------
 
 
-def spawn_worker(settings: Settings, queue: str, max_cached: int = MAX_CACHED_WORKFLOWS) -> subprocess.Popen[str]:
-    """`python -m bench worker` on `queue`; returns once it polls."""
+def spawn_worker(settings: Settings, queue: str, **options: int) -> subprocess.Popen[str]:
+    """`python -m bench worker` on `queue` (`options`: build_worker's keyword arguments);
+    returns once it polls."""
     env = {
         **os.environ,
         "OPENLOOP_TEMPORAL_ADDRESS": settings.temporal_address,
@@ -188,18 +209,38 @@ def spawn_worker(settings: Settings, queue: str, max_cached: int = MAX_CACHED_WO
         "GITHUB_TOKEN": GITHUB_TOKEN,
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench", "worker", "--max-cached", str(max_cached)],
-        env=env, stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT, start_new_session=True,
+        [sys.executable, "-m", "bench", "worker", "--worker-options", json.dumps(options)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO_ROOT,
+        start_new_session=True,
     )
     assert process.stdout is not None
-    line = process.stdout.readline().strip()
-    if line != "ready":
+    said = []
+    while (line := process.stdout.readline()) and line.strip() != "ready":
+        said.append(line)
+    if not line:
         stop_process(process)
-        raise RuntimeError(f"the bench worker did not start (said {line!r})")
+        raise RuntimeError("the bench worker did not start:\n" + "".join(said[-20:]))
+    # Keep draining its output: a worker whose stdout pipe fills up blocks on its next log line.
+    settings.state_dir.mkdir(parents=True, exist_ok=True)
+    log_file = settings.state_dir / f"worker-{queue}-{process.pid}.log"
+    threading.Thread(target=_drain, args=(process, log_file), daemon=True).start()
     return process
 
 
-async def serve_worker(max_cached: int) -> None:
+def _drain(process: subprocess.Popen[str], log_file: Path) -> None:
+    assert process.stdout is not None
+    with log_file.open("w") as out:
+        for line in process.stdout:
+            out.write(line)
+            if "WARN" in line or "Warning" in line:
+                WORKER_WARNINGS[process.pid] = WORKER_WARNINGS.get(process.pid, 0) + 1
+
+
+async def serve_worker(options: dict[str, int]) -> None:
     """The child process: bench workers on OPENLOOP_TASK_QUEUE until SIGTERM."""
     settings = Settings.from_env()
     client = await connect(settings)
@@ -207,7 +248,7 @@ async def serve_worker(max_cached: int) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    workers = bench_workers(client, settings, settings.task_queue, max_cached_workflows=max_cached)
+    workers = bench_workers(client, settings, settings.task_queue, **options)
     async with running(workers):
         print("ready", flush=True)
         await stop.wait()
@@ -220,6 +261,33 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return round(int(line.split()[1]) / 1024, 1)
     return 0.0
+
+
+def _proc_cpu(pid: int, children: bool = False) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(stack: Stack, workers: Sequence[int]) -> dict[str, float]:
+    """CPU seconds used so far by the worker processes, the dev server, PostgreSQL (the
+    postmaster, its reaped children and its live backends) and this bench process."""
+    postmaster = stack.server_pids.get("postgres")
+    backends = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            if postmaster and int(stat.read_text().rsplit(")", 1)[1].split()[1]) == postmaster:
+                backends.append(int(stat.parent.name))
+    usage = {"workers": sum(_proc_cpu(pid) for pid in workers), "bench_client": _proc_cpu(os.getpid())}
+    if "temporal" in stack.server_pids:
+        usage["temporal_server"] = _proc_cpu(stack.server_pids["temporal"])
+    if postmaster:
+        total = _proc_cpu(postmaster, children=True)
+        for pid in backends:
+            with contextlib.suppress(OSError):
+                total += _proc_cpu(pid)
+        usage["postgres"] = total
+    return usage
 
 
 # Figures ------------------------------------------------------------------------------------
@@ -249,14 +317,20 @@ def deltas_ms(starts: Sequence[float]) -> list[float]:
 
 def machine() -> dict[str, Any]:
     model = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")),
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
         platform.processor(),
     )
     mem = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
     return {
-        "cpus": os.cpu_count(), "cpu_model": model, "mem_gb": round(int(mem) / 1024**2, 1),
-        "python": platform.python_version(), "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "mem_gb": round(int(mem) / 1024**2, 1),
+        "python": platform.python_version(),
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
     }
 
 
@@ -266,16 +340,3 @@ def write_result(name: str, report: dict[str, Any], directory: Path = RESULTS_DI
     path = directory / f"{name}.json"
     path.write_text(json.dumps(report, indent=2) + "\n")
     return path
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """A Markdown table (also readable as plain text)."""
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    line = lambda row: "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"  # noqa: E731
-    return "\n".join([line(cells[0]), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, cells[1:])])
-
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
-

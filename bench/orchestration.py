@@ -40,7 +40,7 @@ from bench.common import (
 from bench.scripted import MODEL_BODY_MS, STEP_STARTS, FloorInput, FloorWorkflow, Plan, scripted_model
 from config.agent import AgentConfig
 from workflows import budget, policy
-from workflows.agent_task import COMPACT_AT_SHARE, DEFAULT_CONTEXT_WINDOW
+from workflows.task_steps import COMPACT_AT_SHARE, DEFAULT_CONTEXT_WINDOW
 from workflows.tool_catalog import NATIVE_TOOLS, catalog_tool_name, model_tool_name
 from workflows.types import (
     BudgetUsage,
@@ -64,6 +64,7 @@ VARIANTS = {  # name -> (kind, tool)
 }
 TARGET_RATIO = 1.3  # per remote activity a step really needs
 TARGET_SLOW_SHARE = 0.05
+IN_PROCESS_TOOL_MS: dict[str, list[float]] = {}  # the tool's own time, by in-process task
 
 
 @dataclass
@@ -85,14 +86,24 @@ class InProcessRun:
     task_id: str
     prompt_tokens: list[int] = field(default_factory=list)  # every model call, summaries too
     tool_ms: list[float] = field(default_factory=list)
+    tool_chars: list[int] = field(default_factory=list)  # each tool output the model reads
     steps: int = 0
 
 
 def memory_scope(agent: AgentConfig, context: SurfaceContext) -> MemoryScopeRef:
     spec = agent.spec.memory
-    key = {"channel": f"{context.surface}:{context.channel}", "agent": agent.name, "workspace": agent.workspace}
+    key = {
+        "channel": f"{context.surface}:{context.channel}",
+        "agent": agent.name,
+        "workspace": agent.workspace,
+    }
     return MemoryScopeRef(
-        agent.workspace, agent.name, spec.scope.value, key[spec.scope.value], spec.embedding, spec.retention_days
+        agent.workspace,
+        agent.name,
+        spec.scope.value,
+        key[spec.scope.value],
+        spec.embedding,
+        spec.retention_days,
     )
 
 
@@ -121,11 +132,21 @@ async def run_in_process(
     def model_input(purpose: str) -> ModelCallInput:
         ceilings = budget.Ceilings.for_agent(agent, usage)
         return ModelCallInput(
-            task_id, step, agent.name, agent.workspace, context.channel, context.surface,
-            agent.spec.model_policy.models_for("chat"), upto, list(pending),
-            tools if purpose == "step" else [], budget.clamp_max_tokens(ceilings, usage),
-            budget.usd_headroom(ceilings, usage), budget.token_headroom(ceilings, usage),
-            view=TranscriptView(summary_upto, keep_tool_results), purpose=purpose,
+            task_id,
+            step,
+            agent.name,
+            agent.workspace,
+            context.channel,
+            context.surface,
+            agent.spec.model_policy.models_for("chat"),
+            upto,
+            list(pending),
+            tools if purpose == "step" else [],
+            budget.clamp_max_tokens(ceilings, usage),
+            budget.usd_headroom(ceilings, usage),
+            budget.token_headroom(ceilings, usage),
+            view=TranscriptView(summary_upto, keep_tool_results),
+            purpose=purpose,
         )
 
     while True:
@@ -154,12 +175,24 @@ async def run_in_process(
             if not check.allowed or policy.needs_approval(agent, name):
                 raise RuntimeError(f"the bench tool call was refused: {check.problem}")
             started = time.perf_counter()
-            out = await run_tool(ToolCallInput(
-                task_id, step, call.id, name, check.arguments, f"{task_id}:{step}:{call.id}", context,
-                scope, context.user,
-            ))
+            out = await run_tool(
+                ToolCallInput(
+                    task_id,
+                    step,
+                    call.id,
+                    name,
+                    check.arguments,
+                    f"{task_id}:{step}:{call.id}",
+                    context,
+                    scope,
+                    context.user,
+                )
+            )
             run.tool_ms.append((time.perf_counter() - started) * 1000)
-            pending.append(ChatMessage("tool", out.output, call.id, model_tool_name(name), content_ref=out.output_ref))
+            run.tool_chars.append(len(out.output))
+            pending.append(
+                ChatMessage("tool", out.output, call.id, model_tool_name(name), content_ref=out.output_ref)
+            )
             signatures.append(policy.progress_signature(name, check.arguments, out.output))
         if policy.repeats_at_end(signatures) >= agent.spec.limits.no_progress_repeats:
             raise RuntimeError("the bench task made no progress")
@@ -177,7 +210,7 @@ async def run_variant(stack: Stack, queue: str, variant: str, steps: int, model_
         return key
     plan = Plan(steps=steps, tool=tool, model_ms=model_ms)
     if kind == "in_process":
-        await run_in_process(stack.agents["bench"].config, plan, key)
+        IN_PROCESS_TOOL_MS[key] = (await run_in_process(stack.agents["bench"].config, plan, key)).tool_ms
         return key
     agent_handle = await start_agent_task(stack, queue, plan, key)
     result = await agent_handle.result()
@@ -193,10 +226,24 @@ async def real_vs_scripted_body(stack: Stack, calls: int) -> dict[str, Any]:
     times: dict[str, list[float]] = {"real_offline_demo": [], "scripted": []}
     for i in range(calls):
         for name, fn in (("real_offline_demo", call_model), ("scripted", scripted_model)):
-            messages = [ChatMessage("system", agent.spec.instructions), ChatMessage("user", Plan(steps=1).request())]
+            messages = [
+                ChatMessage("system", agent.spec.instructions),
+                ChatMessage("user", Plan(steps=1).request()),
+            ]
             inp = ModelCallInput(
-                f"orch-body-{name}-{i}-{uuid.uuid4().hex[:6]}", 1, agent.name, agent.workspace, "bench", "cli",
-                ["offline/demo"], 0, messages, [], 512, 1.0, 100_000,
+                f"orch-body-{name}-{i}-{uuid.uuid4().hex[:6]}",
+                1,
+                agent.name,
+                agent.workspace,
+                "bench",
+                "cli",
+                ["offline/demo"],
+                0,
+                messages,
+                [],
+                512,
+                1.0,
+                100_000,
             )
             started = time.perf_counter()
             await fn(inp)
@@ -222,7 +269,9 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
                 keys[variant].append(await run_variant(stack, queue, variant, sizes.steps))
         for _ in range(sizes.slow_tasks):
             for variant in slow:
-                slow[variant].append(await run_variant(stack, queue, variant, sizes.slow_steps, sizes.slow_model_ms))
+                slow[variant].append(
+                    await run_variant(stack, queue, variant, sizes.slow_steps, sizes.slow_model_ms)
+                )
         bodies = await real_vs_scripted_body(stack, sizes.real_model_calls)
     step_ms, body_ms = {}, {}
     for variant, variant_keys in keys.items():
@@ -234,10 +283,23 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
     ratios = {
         q: {
             "agent_local_tool / floor_remote": round(step_ms["agent_local_tool"][q] / floor[q], 2),
-            "agent_remote_tool / (2 x floor_remote)": round(step_ms["agent_remote_tool"][q] / (2 * floor[q]), 2),
+            "agent_remote_tool / (2 x floor_remote)": round(
+                step_ms["agent_remote_tool"][q] / (2 * floor[q]), 2
+            ),
         }
         for q in ("p50", "p95")
     }
+    tool_ms = {
+        tool: stats([t for key in keys[f"in_process_{tool}"] for t in IN_PROCESS_TOOL_MS[key]])
+        for tool in ("local_tool", "remote_tool")
+    }
+    parts = {
+        "floor_remote_step": floor["p50"],
+        "model_activity_body": body_ms["agent_local_tool"]["p50"],
+        "tool_itself": tool_ms["local_tool"]["p50"],
+        "local_activity_hop (floor_local step)": step_ms["floor_local"]["p50"],
+    }
+    parts["rest (bigger payloads, workflow code)"] = step_ms["agent_local_tool"]["p50"] - sum(parts.values())
     temporal_ms = {
         tool: round(step_ms[f"agent_{tool}"]["p50"] - step_ms[f"in_process_{tool}"]["p50"], 2)
         for tool in ("local_tool", "remote_tool")
@@ -246,9 +308,13 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
     for variant, variant_keys in slow.items():
         steps, _ = _collect(variant_keys)
         s = stats(steps)
-        slow_report[variant] = {**s, "overhead_share_p50": round((s["p50"] - sizes.slow_model_ms) / s["p50"], 4)}
+        slow_report[variant] = {
+            **s,
+            "overhead_share_p50": round((s["p50"] - sizes.slow_model_ms) / s["p50"], 4),
+        }
     targets = {
-        "local_tool_step_p50_within_1.3x_floor": ratios["p50"]["agent_local_tool / floor_remote"] <= TARGET_RATIO,
+        "local_tool_step_p50_within_1.3x_floor": ratios["p50"]["agent_local_tool / floor_remote"]
+        <= TARGET_RATIO,
         "remote_tool_step_p50_within_1.3x_two_floors": (
             ratios["p50"]["agent_remote_tool / (2 x floor_remote)"] <= TARGET_RATIO
         ),
@@ -262,6 +328,8 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
         "step_ms": step_ms,
         "model_activity_body_ms": body_ms,
         "model_body_real_vs_scripted_ms": bodies,
+        "tool_itself_ms": tool_ms,
+        "agent_local_tool_step_parts_p50_ms": {k: round(v, 2) for k, v in parts.items()},
         "ratios": ratios,
         "temporal_overhead_ms_p50": temporal_ms,
         "slow_model": slow_report,

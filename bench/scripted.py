@@ -59,10 +59,7 @@ class Plan:
     repo: str = BENCH_REPO
 
     def request(self) -> str:
-        return (
-            f"bench plan: steps={self.steps} tool={self.tool} model_ms={self.model_ms:g} "
-            f"repo={self.repo}"
-        )
+        return f"bench plan: steps={self.steps} tool={self.tool} model_ms={self.model_ms:g} repo={self.repo}"
 
     @classmethod
     def parse(cls, text: str) -> Plan:
@@ -161,9 +158,15 @@ async def scripted_model(inp: ModelCallInput) -> ModelCallResult:
         await ledger.write_usage(
             conn,
             ledger.UsageRow(
-                task_id=inp.task_id, step=inp.step, agent=inp.agent_name, workspace=inp.workspace,
-                channel=inp.channel, surface=inp.surface, model=usage.model,
-                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                task_id=inp.task_id,
+                step=inp.step,
+                agent=inp.agent_name,
+                workspace=inp.workspace,
+                channel=inp.channel,
+                surface=inp.surface,
+                model=usage.model,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
                 cost_usd=0.0,
             ),
         )
@@ -187,7 +190,7 @@ class NoopInput:
 
 @activity.defn(name=NOOP)
 async def noop(inp: NoopInput) -> None:
-    STEP_STARTS[activity.info().workflow_id].append(time.perf_counter())
+    STEP_STARTS[activity.info().workflow_id or ""].append(time.perf_counter())
 
 
 @workflow.defn(name=FLOOR_WORKFLOW)
