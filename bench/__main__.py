@@ -2,9 +2,9 @@
 tokens, throughput, parked; `python -m bench report` redraws the tables from the last JSON
 results.
 
-Sizes: the default run takes about 15 minutes on 2 cores (1,000 tasks at once in the
-throughput sweep, 1,000 parked tasks); `--quick` a few minutes; `--full` parks 5,000 tasks
-(the parked bench alone then takes about 25 minutes there).
+Sizes: the default run takes about 18 minutes on 2 cores (1,000 tasks at once in the
+throughput sweep, 1,000 parked tasks); `--quick` about 5 minutes; `--full` parks 5,000
+tasks (the parked bench alone then takes about 25 minutes there).
 
 Each bench runs on one embedded stack started for the run (Temporal dev server in memory,
 PostgreSQL + pgvector, a fake GitHub), writes bench/results/<bench>.json, and the tables
