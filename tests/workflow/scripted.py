@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import activity
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowHandle
 
 from workflows.types import (
     ActivityName,
@@ -123,3 +125,47 @@ class Script:
             post_approval_request,
             resolve,
         ]
+
+
+_ACTIVITY_CLOSED = {
+    EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: "activity_task_completed_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: "activity_task_failed_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: "activity_task_timed_out_event_attributes",
+    EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: "activity_task_canceled_event_attributes",
+}
+_WORKFLOW_TASK_CLOSED = {
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT,
+}
+
+
+async def has_open_work(handle: WorkflowHandle[Any, Any]) -> bool:
+    """Whether the task has an activity or workflow task scheduled and not yet closed."""
+    open_activities: set[int] = set()
+    workflow_task_open = False
+    async for event in handle.fetch_history_events():
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            open_activities.add(event.event_id)
+        elif event.event_type in _ACTIVITY_CLOSED:
+            attributes = getattr(event, _ACTIVITY_CLOSED[event.event_type])
+            open_activities.discard(attributes.scheduled_event_id)
+        elif event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+            workflow_task_open = True
+        elif event.event_type in _WORKFLOW_TASK_CLOSED:
+            workflow_task_open = False
+    return workflow_task_open or bool(open_activities)
+
+
+async def wait_until_idle(handle: WorkflowHandle[Any, Any]) -> None:
+    """Wait until the task is parked on a timer or a signal with nothing in flight.
+
+    The time-skipping server holds its clock while any activity or workflow task is open, so a
+    test that stops its worker and then skips days must let the task settle first.
+    """
+    for _ in range(200):
+        if not await has_open_work(handle):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the task still has work in flight after 10 s")
+

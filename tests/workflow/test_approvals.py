@@ -12,7 +12,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from config.loader import parse_agent
-from tests.workflow.scripted import Script, say, use
+from tests.workflow.scripted import Script, say, use, wait_until_idle
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.policy import action_id
@@ -67,6 +67,9 @@ async def pending_request(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult])
     for _ in range(100):
         status = await handle.query(AgentTaskWorkflow.status)
         if status.pending_approval is not None:
+            # The request is posted after it becomes pending: let that finish, so the caller
+            # can stop its worker without leaving work in flight.
+            await wait_until_idle(handle)
             return status.pending_approval.request_id, status.pending_approval.action_id
         await asyncio.sleep(0.05)
     raise AssertionError("no approval became pending")
