@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -124,17 +126,56 @@ async def list_versions(pool: AsyncConnectionPool, name: str) -> list[StoredAgen
         return [_row_to_agent(row) for row in await cursor.fetchall()]
 
 
-async def agent_for_slack_channel(pool: AsyncConnectionPool, channel: str) -> StoredAgent | None:
-    for agent in await list_agents(pool):
-        slack = agent.config.spec.surfaces.slack
-        if slack is not None and channel in slack.channels:
-            return agent
+# The surfaces look an agent up for every event: re-validating every spec each time costs
+# more than the start it leads to. Versions only grow and rows are never updated in place,
+# so (row count, newest apply) changes whenever the latest versions could have.
+_latest: dict[int, tuple[tuple[object, ...], list[StoredAgent], float]] = {}
+TRUST_CACHED_SECONDS = 1.0
+
+
+async def latest_agents(pool: AsyncConnectionPool, trust_cached: float = 0.0) -> list[StoredAgent]:
+    """`list_agents`, re-read only when an agent was applied or deleted since the last call.
+
+    With `trust_cached`, a list checked less than that many seconds ago is returned unchecked.
+    """
+    cached = _latest.get(id(pool))
+    if cached is not None and time.monotonic() - cached[2] < trust_cached:
+        return cached[1]
+    async with pool.connection() as conn:
+        cursor = await conn.execute("SELECT count(*) AS n, max(applied_at) AS newest FROM agents")
+        row = await cursor.fetchone()
+    fingerprint = (row["n"], row["newest"]) if row else ()
+    agents = cached[1] if cached is not None and cached[0] == fingerprint else await list_agents(pool)
+    _latest[id(pool)] = (fingerprint, agents, time.monotonic())
+    return agents
+
+
+async def _bound_agent(pool: AsyncConnectionPool, bound: Callable[[StoredAgent], bool]) -> StoredAgent | None:
+    """The agent bound to a surface target; a miss re-checks at once, so a new agent counts."""
+    for trust in (TRUST_CACHED_SECONDS, 0.0):
+        for agent in await latest_agents(pool, trust):
+            if bound(agent):
+                return agent
     return None
+
+
+def _on_channel(channel: str) -> Callable[[StoredAgent], bool]:
+    def bound(agent: StoredAgent) -> bool:
+        slack = agent.config.spec.surfaces.slack
+        return slack is not None and channel in slack.channels
+    return bound
+
+
+def _on_repo(repo: str) -> Callable[[StoredAgent], bool]:
+    def bound(agent: StoredAgent) -> bool:
+        github = agent.config.spec.surfaces.github
+        return github is not None and repo.lower() in (r.lower() for r in github.repos)
+    return bound
+
+
+async def agent_for_slack_channel(pool: AsyncConnectionPool, channel: str) -> StoredAgent | None:
+    return await _bound_agent(pool, _on_channel(channel))
 
 
 async def agent_for_github_repo(pool: AsyncConnectionPool, repo: str) -> StoredAgent | None:
-    for agent in await list_agents(pool):
-        github = agent.config.spec.surfaces.github
-        if github is not None and repo.lower() in (r.lower() for r in github.repos):
-            return agent
-    return None
+    return await _bound_agent(pool, _on_repo(repo))

@@ -17,27 +17,35 @@ from psycopg_pool import AsyncConnectionPool
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK_ID = 7_215_004_211  # arbitrary, fixed: the advisory lock for migrations
 
-_pools: dict[str, AsyncConnectionPool] = {}
+_pools: dict[tuple[str, bool], AsyncConnectionPool] = {}
 _pools_lock = asyncio.Lock()
 
 
-async def get_pool(database_url: str) -> AsyncConnectionPool:
-    """The process-wide pool for `database_url`, opened on first use."""
+async def get_pool(database_url: str, *, checked: bool = True) -> AsyncConnectionPool:
+    """The process-wide pool for `database_url`, opened on first use.
+
+    A checked pool replaces a connection that died with the server (a restart, a failover)
+    when it is taken, not when the write that needed it fails: activities whose retry would
+    repeat paid work rely on that. The check is a round trip per use, so a hot path that can
+    simply retry its one statement (the Slack ack) takes an unchecked pool.
+    """
+    key = (database_url, checked)
+    pool = _pools.get(key)
+    if pool is not None and not pool.closed:
+        return pool
     async with _pools_lock:
-        pool = _pools.get(database_url)
+        pool = _pools.get(key)
         if pool is None or pool.closed:
             pool = AsyncConnectionPool(
                 database_url,
                 min_size=1,
                 max_size=10,
                 kwargs={"autocommit": True, "row_factory": dict_row},
-                # A connection that died with the server (a restart, a failover) is replaced
-                # when it is taken, not discovered by the write that needed it.
-                check=AsyncConnectionPool.check_connection,
+                check=AsyncConnectionPool.check_connection if checked else None,
                 open=False,
             )
             await pool.open(wait=True, timeout=30)
-            _pools[database_url] = pool
+            _pools[key] = pool
         return pool
 
 

@@ -203,7 +203,7 @@ async def _serve(settings: Settings) -> None:
             app,
             host=settings.http_host,
             port=settings.http_port,
-            lifespan="off",
+            lifespan="on",
             proxy_headers=True,
             forwarded_allow_ips="*",  # behind the cluster's ingress / load balancer
             log_level=os.environ.get("OPENLOOP_LOG_LEVEL", "info").lower(),

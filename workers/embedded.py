@@ -102,12 +102,25 @@ class TemporalDevServer:
                     f"Temporal dev server exited with {self.process.returncode}; "
                     f"see {self.log_file}"
                 )
-            if port_open("127.0.0.1", self.port) and (
-                self.ui_port is None or port_open("127.0.0.1", self.ui_port)
-            ):
+            if (port_open("127.0.0.1", self.port)
+                    and (self.ui_port is None or port_open("127.0.0.1", self.ui_port))
+                    and self._namespace_answers()):
                 return
             time.sleep(0.1)
         raise TimeoutError(f"Temporal dev server not up after {timeout:.0f}s; see {self.log_file}")
+
+    def _namespace_answers(self) -> bool:
+        """The port opens before the frontend takes calls ("Frontend is not healthy yet"):
+        ready means a real call on the namespace succeeds."""
+        try:
+            probe = subprocess.run(
+                [find_binary("temporal"), "operator", "namespace", "describe",
+                 "--namespace", self.namespace, "--address", self.address],
+                capture_output=True, timeout=10, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return False
+        return probe.returncode == 0
 
     def stop(self, timeout: float = 15.0) -> None:
         stop_process(self.process, timeout)

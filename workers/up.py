@@ -119,7 +119,7 @@ async def run_stack(
                     host=settings.http_host,
                     port=settings.http_port,
                     log_level="warning",
-                    lifespan="off",
+                    lifespan="on",
                 )
             )
             server.install_signal_handlers = lambda: None  # type: ignore[method-assign]

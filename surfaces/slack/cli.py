@@ -1,9 +1,10 @@
 """`openloop slack socket`: Slack over Socket Mode, for local use without a public URL.
 
-slack-sdk's Socket Mode client holds the websocket (SLACK_APP_TOKEN); each envelope goes
-through the same dispatcher as the HTTP endpoints and is acknowledged once the task is
-started or signalled. An envelope that failed for a passing reason is left unacknowledged,
-so Slack delivers it again.
+slack-sdk's Socket Mode client holds the websocket (SLACK_APP_TOKEN). Events go the way of
+the HTTP endpoint: recorded in the Slack inbox, acknowledged, then started or signalled by
+the inbox dispatcher running in this process. A click is signalled before its ack. An
+envelope that could not be recorded or signalled is left unacknowledged, so Slack delivers
+it again.
 """
 
 from __future__ import annotations
@@ -13,13 +14,16 @@ import logging
 from functools import partial
 
 import typer
+from psycopg_pool import AsyncConnectionPool
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from temporalio.client import Client
 
+from activities.db import get_pool
 from activities.slack_client import bot_client
 from config.settings import Settings
+from surfaces.slack import inbox
 from surfaces.slack.dispatch import Outcome, SlackDispatcher
 
 log = logging.getLogger("openloop.slack")
@@ -67,26 +71,36 @@ async def run_socket_mode(
         client = await connect(settings)
     assert settings.slack_app_token is not None
     dispatcher = SlackDispatcher(settings, client)
+    database_url = settings.require_database_url()
+
+    async def pool() -> AsyncConnectionPool:
+        return await get_pool(database_url, checked=False)
+
+    events = inbox.InboxDispatcher(pool, lambda: dispatcher.handle_event)
     socket_client = SocketModeClient(
         app_token=settings.slack_app_token.get_secret_value(),
         web_client=bot_client(settings),
     )
-    socket_client.socket_mode_request_listeners.append(partial(on_request, dispatcher))
+    socket_client.socket_mode_request_listeners.append(partial(on_request, dispatcher, events))
+    stop = stop or asyncio.Event()
+    draining = asyncio.create_task(events.run(stop))  # also drains what a previous run left
     await socket_client.connect()
     log.info("Slack Socket Mode connected; waiting for events (Ctrl-C to stop)")
     try:
-        await (stop or asyncio.Event()).wait()
+        await stop.wait()
     finally:
+        stop.set()
         await socket_client.close()
+        await draining
 
 
 async def on_request(
-    dispatcher: SlackDispatcher, client: SocketModeClient, request: SocketModeRequest
+    dispatcher: SlackDispatcher, events: inbox.InboxDispatcher, client: SocketModeClient,
+    request: SocketModeRequest,
 ) -> None:
     try:
         if request.type == "events_api":
-            retry = str(request.retry_attempt) if request.retry_attempt else None
-            outcome = await dispatcher.handle_event(request.payload, retry)
+            outcome = await events.accept(request.payload, request.retry_attempt or 0)
         elif request.type == "interactive":
             outcome = await dispatcher.handle_interaction(request.payload)
         else:

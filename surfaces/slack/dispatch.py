@@ -1,9 +1,10 @@
 """What a Slack event or button click does, shared by the HTTP endpoints and Socket Mode.
 
-Before the ack only the durable step runs: start the task (the workflow id derives from the
-event id, so a redelivered event finds the task it started) or signal it. Anything else
-Slack should see (a "no agent here" reply, an ephemeral "not allowed") is a follow-up run
-after the ack. Agent work never runs here.
+Events reach `handle_event` from the Slack inbox, after the ack: it starts the task (the
+workflow id derives from the event id, so a redelivered event finds the task it started) or
+signals it. Button clicks reach `handle_interaction` before the ack, which only signals.
+Anything else Slack should see (a "no agent here" reply, an ephemeral "not allowed") is a
+follow-up run afterwards. Agent work never runs here.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ USERGROUP_CACHE_SECONDS = 60.0
 RECENT_EVENTS = 10_000
 DEFAULT_REQUEST = "Read this thread and help with it."
 # Plain messages that are people talking; edits, joins and deletions are not.
-_HUMAN_SUBTYPES = {None, "thread_broadcast", "file_share"}
+HUMAN_SUBTYPES = {None, "thread_broadcast", "file_share"}
 _SLACK_ID = re.compile(r"^[A-Z0-9_]+$")
 
 Followup = Callable[[], Awaitable[None]]
@@ -208,7 +209,7 @@ class SlackDispatcher:
                             bot_user: str | None) -> Outcome:
         channel, user, text = event.get("channel"), event.get("user"), event.get("text") or ""
         thread, ts = event.get("thread_ts"), event.get("ts")
-        if event.get("subtype") not in _HUMAN_SUBTYPES or not thread or thread == ts:
+        if event.get("subtype") not in HUMAN_SUBTYPES or not thread or thread == ts:
             return Outcome("ignored: not a reply in a thread")
         if not (isinstance(channel, str) and isinstance(user, str)):
             return Outcome("ignored: no channel or user")

@@ -1,10 +1,11 @@
 """Slack over HTTP: `POST /slack/events` (Events API) and `POST /slack/interactivity`.
 
 Both verify Slack's signature (slack-sdk's SignatureVerifier: HMAC of the raw body, and a
-timestamp no older than 5 minutes) before reading anything, then hand the payload to the
-shared dispatcher, which only starts or signals a workflow before the ack. Follow-ups (a
-helpful reply, an ephemeral "not allowed") run after the response, so the ack stays well
-inside Slack's 3 seconds.
+timestamp no older than 5 minutes) before reading anything. An event that could start or
+reach a task is then recorded in the Slack inbox (one INSERT keyed by event_id) and acked;
+the inbox dispatcher starts or signals the task right after, so the ack never waits on
+Temporal. A click is signalled to its task before the ack. Follow-ups (a helpful reply, an
+ephemeral "not allowed") run after the response.
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ from urllib.parse import parse_qs
 
 from fastapi import BackgroundTasks, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
+from psycopg_pool import AsyncConnectionPool
 from slack_sdk.signature import SignatureVerifier
 
+from activities.db import get_pool
+from surfaces.app import add_background
+from surfaces.slack import inbox
 from surfaces.slack.dispatch import Outcome, SlackDispatcher
 
 log = logging.getLogger("openloop.slack")
@@ -28,7 +33,7 @@ MAX_CLOCK_SKEW_SECONDS = 300  # what SignatureVerifier allows; named here for th
 
 def register(app: FastAPI) -> None:
     @app.post("/slack/events")
-    async def slack_events(request: Request, background: BackgroundTasks) -> Response:
+    async def slack_events(request: Request) -> Response:
         body = await request.body()
         refused = _refuse_unsigned(request, body)
         if refused is not None:
@@ -43,9 +48,7 @@ def register(app: FastAPI) -> None:
             return _reply(400, {"ok": False, "error": "invalid_payload"})
         if payload.get("type") == "url_verification":
             return _reply(200, {"challenge": str(payload.get("challenge") or "")})
-        outcome = await _dispatch(request, "event", payload,
-                                  request.headers.get("x-slack-retry-num"))
-        return _ack(outcome, background)
+        return await _record(request, payload)
 
     @app.post("/slack/interactivity")
     async def slack_interactivity(request: Request, background: BackgroundTasks) -> Response:
@@ -61,8 +64,29 @@ def register(app: FastAPI) -> None:
         if not isinstance(payload, dict):
             log.warning("slack interaction rejected: payload is JSON but not an object")
             return _reply(400, {"ok": False, "error": "invalid_payload"})
-        outcome = await _dispatch(request, "interaction", payload, None)
+        outcome = await _click(request, payload)
         return _ack(outcome, background)
+
+    add_background(app, lambda stop: inbox_for(app).run(stop))
+
+
+def inbox_for(app: FastAPI) -> inbox.InboxDispatcher:
+    """The app's inbox dispatcher: it hands recorded events to the Slack dispatcher once
+    there is a Temporal connection."""
+    dispatcher: inbox.InboxDispatcher | None = getattr(app.state, "slack_inbox", None)
+    if dispatcher is None:
+        settings = app.state.settings
+
+        async def pool() -> AsyncConnectionPool:
+            return await get_pool(settings.require_database_url(), checked=False)
+
+        def handler() -> inbox.Handler | None:
+            slack = dispatcher_for(app)
+            return slack.handle_event if slack is not None else None
+
+        dispatcher = inbox.InboxDispatcher(pool, handler)
+        app.state.slack_inbox = dispatcher
+    return dispatcher
 
 
 def dispatcher_for(app: FastAPI) -> SlackDispatcher | None:
@@ -114,19 +138,31 @@ def _timestamp_problem(timestamp: str | None) -> str | None:
     return None
 
 
-async def _dispatch(request: Request, kind: str, payload: dict[str, Any],
-                    retry_num: str | None) -> Outcome:
+async def _record(request: Request, payload: dict[str, Any]) -> Response:
+    """Record the event in the inbox and ack; the dispatcher takes it from there."""
+    retry = request.headers.get("x-slack-retry-num") or "0"
+    try:
+        outcome = await inbox_for(request.app).accept(payload, int(retry) if retry.isdigit() else 0)
+    except Exception:
+        # Not recorded, so not acked: a 5xx makes Slack deliver the event again later.
+        log.exception("slack event could not be recorded")
+        return _reply(503, {"ok": False, "error": "not_recorded"})
+    if outcome.status >= 400:
+        log.warning("slack event rejected: %s", outcome.note)
+        return _reply(outcome.status, {"ok": False, "error": outcome.note})
+    return Response(status_code=200)
+
+
+async def _click(request: Request, payload: dict[str, Any]) -> Outcome:
     dispatcher = dispatcher_for(request.app)
     if dispatcher is None:
-        # Not connected to Temporal yet: a 503 makes Slack deliver the event again later.
+        # Not connected to Temporal yet: a 503 makes Slack deliver the click again later.
         return Outcome("not connected to Temporal yet", status=503)
     try:
-        if kind == "event":
-            return await dispatcher.handle_event(payload, retry_num)
         return await dispatcher.handle_interaction(payload)
     except Exception:
-        # A 5xx makes Slack deliver the event again, so a passing outage loses nothing.
-        log.exception("slack %s failed", kind)
+        # A 5xx makes Slack deliver it again, so a passing outage loses nothing.
+        log.exception("slack interaction failed")
         return Outcome("failed", status=500)
 
 

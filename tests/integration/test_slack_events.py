@@ -60,8 +60,9 @@ def slack_settings(settings: Settings, fake_slack: FakeSlack, task_queue: str) -
 async def http(slack_settings: Settings, client: Client) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(slack_settings, client)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://surfaces.test") as http:
-        yield http
+    async with app.router.lifespan_context(app):  # the inbox dispatcher runs in the lifespan
+        async with httpx.AsyncClient(transport=transport, base_url="http://surfaces.test") as http:
+            yield http
 
 
 def new_channel() -> str:
@@ -123,6 +124,23 @@ async def stored_agent(settings: Settings, channel: str, **spec: Any) -> StoredA
     return stored
 
 
+async def settled(settings: Settings, event_id: str, seconds: float = 15.0) -> str | None:
+    """Once the inbox dispatched the event, what it did; None when it was never recorded."""
+    pool = await get_pool(settings.require_database_url())
+    deadline = time.monotonic() + seconds
+    while True:
+        async with pool.connection() as conn:
+            row = await (await conn.execute(
+                "SELECT handled_at, outcome FROM slack_inbox WHERE event_id = %s", (event_id,)
+            )).fetchone()
+        if row is None:
+            return None
+        if row["handled_at"] is not None:
+            return str(row["outcome"])
+        assert time.monotonic() < deadline, f"{event_id} not dispatched: {row['outcome']}"
+        await asyncio.sleep(0.02)
+
+
 async def started_input(client: Client, task_id: str) -> TaskInput | None:
     """The task's start input, or None when no task has this id."""
     handle = client.get_workflow_handle(task_id)
@@ -180,6 +198,7 @@ async def test_forged_stale_and_unsigned_requests_are_refused_and_start_nothing(
 
     # The genuine delivery still gets through afterwards: nothing was lost.
     assert (await post_event(http, payload)).status_code == 200
+    assert await settled(slack_settings, payload["event_id"]) == "started"
     assert await started_input(client, task_id_for("slack", payload["event_id"])) is not None
     await terminate(client, task_id_for("slack", payload["event_id"]))
 
@@ -226,6 +245,7 @@ async def test_mention_starts_one_task_for_the_channels_agent_even_when_redelive
     response = await post_event(http, payload)
     assert response.status_code == 200
     assert time.monotonic() - begun < ACK_BUDGET_SECONDS
+    assert await settled(slack_settings, payload["event_id"]) == "started"
     inp = await started_input(client, task_id)
     assert inp is not None
     assert inp.agent.name == agent.name and inp.agent_version == agent.version
@@ -258,19 +278,27 @@ async def test_bots_never_start_tasks(
         mention(channel, user=BOT_USER),  # our own bot user
         mention(channel, user=BOT_USER, bot_id=BOT_ID),
     ]
-    for payload in from_bots:
+    for payload in from_bots:  # seen from the payload alone: not even recorded
         assert (await post_event(http, payload)).status_code == 200
+        assert await settled(slack_settings, payload["event_id"]) is None
         assert await started_input(client, task_id_for("slack", payload["event_id"])) is None
 
 
 async def test_a_channel_without_an_agent_gets_one_helpful_reply(
-    http: httpx.AsyncClient, client: Client, fake_slack: FakeSlack
+    http: httpx.AsyncClient, slack_settings: Settings, client: Client, fake_slack: FakeSlack
 ) -> None:
     channel = new_channel()
     payload = mention(channel)
     for retry in ({}, {"X-Slack-Retry-Num": "1"}):
         assert (await post_event(http, payload, retry)).status_code == 200
-    replies = [c for c in fake_slack.calls_to("chat.postMessage") if c["channel"] == channel]
+    assert await settled(slack_settings, payload["event_id"]) == "no agent for channel"
+
+    def replies_here() -> list[dict[str, Any]]:
+        return [c for c in fake_slack.calls_to("chat.postMessage") if c["channel"] == channel]
+
+    await eventually(replies_here)
+    await asyncio.sleep(0.2)  # a second reply, if any, would be on its way by now
+    replies = replies_here()
     assert len(replies) == 1
     assert replies[0]["thread_ts"] == "1700000000.000100"
     assert "No agent is set up" in replies[0]["text"] and "openloop apply" in replies[0]["text"]
@@ -288,34 +316,72 @@ async def test_trigger_policy_admits_listed_users_and_group_members_only(
     for user in ("U_LISTED", "U_MEMBER", "U_STRANGER"):
         payload = mention(channel, user=user)
         assert (await post_event(http, payload)).status_code == 200
+        await settled(slack_settings, payload["event_id"])
         task_id = task_id_for("slack", payload["event_id"])
         outcomes[user] = await started_input(client, task_id) is not None
         if outcomes[user]:
             await terminate(client, task_id)
     assert outcomes == {"U_LISTED": True, "U_MEMBER": True, "U_STRANGER": False}
+    await eventually(lambda: [e for e in fake_slack.ephemerals if e["channel"] == channel])
     told = [e for e in fake_slack.ephemerals if e["channel"] == channel]
     assert [e["user"] for e in told] == ["U_STRANGER"]
     assert "not on the list" in told[0]["text"]
 
 
-async def test_a_temporal_outage_answers_5xx_so_slacks_retry_loses_nothing(
-    http: httpx.AsyncClient, slack_settings: Settings, client: Client
+async def test_a_temporal_outage_is_acked_and_the_task_starts_once_temporal_is_back(
+    slack_settings: Settings, client: Client
 ) -> None:
     from workers.embedded import free_port
 
     channel = new_channel()
     await stored_agent(slack_settings, channel)
     payload = mention(channel)
+    task_id = task_id_for("slack", payload["event_id"])
     dead = await Client.connect(f"127.0.0.1:{free_port()}", lazy=True,
                                 data_converter=client.data_converter)
     down = create_app(slack_settings, dead)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=down),
-                                 base_url="http://surfaces.test") as outage:
-        response = await post_event(outage, payload)
-    assert response.status_code >= 500
-    assert (await post_event(http, payload, {"X-Slack-Retry-Num": "1"})).status_code == 200
-    assert await started_input(client, task_id_for("slack", payload["event_id"])) is not None
-    await terminate(client, task_id_for("slack", payload["event_id"]))
+    async with down.router.lifespan_context(down), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=down), base_url="http://surfaces.test") as outage:
+        assert (await post_event(outage, payload)).status_code == 200  # recorded: Slack is done
+        pool = await get_pool(slack_settings.require_database_url())
+
+        async def tried() -> bool:
+            async with pool.connection() as conn:
+                row = await (await conn.execute(
+                    "SELECT attempts, outcome, handled_at FROM slack_inbox WHERE event_id = %s",
+                    (payload["event_id"],))).fetchone()
+            return bool(row and row["attempts"] >= 1 and row["outcome"]
+                        and row["handled_at"] is None)
+
+        deadline = time.monotonic() + 15
+        while not await tried():
+            assert time.monotonic() < deadline, "the dispatcher never tried the start"
+            await asyncio.sleep(0.05)
+    assert await started_input(client, task_id) is None
+
+    back = create_app(slack_settings, client)  # a restarted server drains the inbox
+    async with back.router.lifespan_context(back):
+        assert await settled(slack_settings, payload["event_id"]) == "started"
+    assert await started_input(client, task_id) is not None
+    executions = [e async for e in client.list_workflows(f"WorkflowId = '{task_id}'")]
+    assert len(executions) == 1
+    await terminate(client, task_id)
+
+
+async def test_a_database_outage_answers_5xx_so_slacks_retry_loses_nothing(
+    slack_settings: Settings, client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    from workers.embedded import free_port
+
+    unreachable = slack_settings.model_copy(update={
+        "database_url": f"postgresql://openloop@127.0.0.1:{free_port()}/openloop?connect_timeout=1"})
+    app = create_app(unreachable, client)
+    with caplog.at_level("ERROR", logger="openloop.slack"):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="http://surfaces.test") as http:
+            response = await post_event(http, mention(new_channel()))
+    assert response.status_code == 503 and response.json()["error"] == "not_recorded"
+    assert "could not be recorded" in caplog.text
 
 
 # Clicks ------------------------------------------------------------------------------------
@@ -364,6 +430,7 @@ async def test_a_click_on_a_missing_or_finished_task_says_so(
     await stored_agent(slack_settings, channel)
     payload = mention(channel)
     await post_event(http, payload)
+    assert await settled(slack_settings, payload["event_id"]) == "started"
     task_id = task_id_for("slack", payload["event_id"])
     await terminate(client, task_id)
     assert (await post_click(http, click(task_id, channel=channel))).status_code == 200
@@ -409,13 +476,13 @@ async def test_socket_mode_handles_the_same_events_and_acks_each_envelope(
              "payload": click("t", action_id="not_ours"), "accepts_response_payload": False},
         ]
         task_id = task_id_for("slack", payload["event_id"])
-        run_ids = []
         for envelope in envelopes:
             fake_slack.socket_send(envelope)
             await eventually(lambda e=envelope: any(  # type: ignore[misc]
                 ack.get("envelope_id") == e["envelope_id"] for ack in fake_slack.socket_acks))
-            run_ids.append((await client.get_workflow_handle(task_id).describe()).run_id)
-        assert len(set(run_ids)) == 1  # the redelivery found the task; no second run
+        assert await settled(settings, payload["event_id"]) == "started"
+        executions = [e async for e in client.list_workflows(f"WorkflowId = '{task_id}'")]
+        assert len(executions) == 1  # the redelivery found its record; no second run
         inp = await started_input(client, task_id)
         assert inp is not None and inp.request == "what changed today?"
         assert inp.context.channel == channel
@@ -436,11 +503,13 @@ async def test_without_authorizations_our_own_user_comes_from_auth_test(
     ours = mention(channel, user=BOT_USER)
     del ours["authorizations"]
     assert (await post_event(http, ours)).status_code == 200
+    assert await settled(slack_settings, ours["event_id"]) == "ignored: from a bot"
     assert await started_input(client, task_id_for("slack", ours["event_id"])) is None
     assert fake_slack.calls_to("auth.test")
     theirs = mention(channel, text=f"<@{BOT_USER}> hello")
     del theirs["authorizations"]
     assert (await post_event(http, theirs)).status_code == 200
+    assert await settled(slack_settings, theirs["event_id"]) == "started"
     inp = await started_input(client, task_id_for("slack", theirs["event_id"]))
     assert inp is not None and inp.request == "hello"
     await terminate(client, task_id_for("slack", theirs["event_id"]))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -34,7 +35,14 @@ from config.settings import Settings
 from surfaces.app import create_app
 from surfaces.tasks import task_id_for
 from tests.fakes.slack_api import BOT_USER, FakeSlack
-from tests.integration.test_slack_events import SECRET, click, mention, post_click, post_event
+from tests.integration.test_slack_events import (
+    SECRET,
+    click,
+    mention,
+    post_click,
+    post_event,
+    settled,
+)
 from workers import worker as worker_module
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
@@ -342,9 +350,13 @@ async def slack_setup(settings: Settings, fake: FakeSlack, task_queue: str,
     return settings
 
 
-def surfaces(settings: Settings, client: Client) -> httpx.AsyncClient:
-    transport = httpx.ASGITransport(app=create_app(settings, client))
-    return httpx.AsyncClient(transport=transport, base_url="http://surfaces.test")
+@asynccontextmanager
+async def surfaces(settings: Settings, client: Client) -> AsyncIterator[httpx.AsyncClient]:
+    """The surfaces app with its lifespan (the Slack inbox dispatcher) running."""
+    app = create_app(settings, client)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://surfaces.test") as http:
+        yield http
 
 
 async def test_mention_approval_click_action_and_threaded_reply(
@@ -373,6 +385,7 @@ async def test_mention_approval_click_action_and_threaded_reply(
     async with worker_module.build_worker(client, settings), surfaces(settings, client) as http:
         assert (await post_event(http, event)).status_code == 200
         assert (await post_event(http, event, {"X-Slack-Retry-Num": "1"})).status_code == 200
+        assert await settled(settings, event["event_id"]) == "started"
         message = await until(posted)
         value = next(b for b in message["blocks"] if b["type"] == "actions")["elements"][0]["value"]
         assert "Postgres 16" in str(message["blocks"]) and APPROVER in str(message["blocks"])
@@ -447,6 +460,7 @@ async def test_a_plain_reply_in_the_thread_reaches_the_task_waiting_for_the_user
     async with worker_module.build_worker(client, settings, activities=[*activities, asking_model]), \
             surfaces(settings, client) as http:
         assert (await post_event(http, event)).status_code == 200
+        assert await settled(settings, event["event_id"]) == "started"
         handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
 
         async def waiting_and_listed() -> bool:

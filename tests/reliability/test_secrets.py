@@ -30,7 +30,7 @@ from surfaces.tasks import task_id_for
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.fakes.slack_api import BOT_USER, FakeSlack
-from tests.integration.test_slack_events import mention, signed
+from tests.integration.test_slack_events import mention, settled, signed
 from tests.reliability.harness import FAKE_OPENAI_KEY, Handle, agent_config, eventually, start, stored
 from workers.telemetry import tracing_interceptors
 from workers.worker import build_worker
@@ -97,7 +97,7 @@ async def test_no_secret_reaches_ids_inputs_results_history_logs_traces_or_rows(
 
     caplog.set_level(logging.DEBUG)
     app = create_app(settings, traced)
-    async with build_worker(traced, settings), httpx.AsyncClient(
+    async with build_worker(traced, settings), app.router.lifespan_context(app), httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app), base_url="http://surfaces"
     ) as http:
         root = slack.add_message(channel, "The deploy step failed again.", user="U_ALICE")
@@ -105,6 +105,7 @@ async def test_no_secret_reaches_ids_inputs_results_history_logs_traces_or_rows(
         body = json.dumps(event).encode()
         headers = {"Content-Type": "application/json", **signed(body, secret=SLACK_SIGNING_SECRET)}
         assert (await http.post("/slack/events", content=body, headers=headers)).status_code == 200
+        assert await settled(settings, event["event_id"]) == "started"
         slack_id = task_id_for("slack", event["event_id"])
         slack_task: Handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, slack_id)
         first = await asyncio.wait_for(slack_task.result(), 60)
