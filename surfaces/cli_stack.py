@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -52,6 +53,21 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(1)
 
 
+SLACK_INBOX_STALLED_SECONDS = 120
+
+
+def _slack_inbox_health(conn: Any) -> str | None:
+    """Slack events acked but not started yet; stalled when the oldest waits too long
+    (the surfaces server is down, or cannot reach Temporal)."""
+    row = conn.execute(
+        "SELECT count(*), extract(epoch FROM now() - min(received_at)) FROM slack_inbox "
+        "WHERE handled_at IS NULL").fetchone()
+    waiting, oldest = int(row[0]), float(row[1] or 0)
+    if waiting and oldest > SLACK_INBOX_STALLED_SECONDS:
+        return f"stalled ({waiting} waiting, oldest {oldest:.0f} s)"
+    return f"ok ({waiting} waiting)"
+
+
 async def _health(settings: Settings) -> list[tuple[str, str, str]]:
     import httpx
 
@@ -80,7 +96,10 @@ async def _health(settings: Settings) -> list[tuple[str, str, str]]:
 
             with psycopg.connect(settings.database_url, connect_timeout=3) as conn:
                 conn.execute("SELECT 1")
+                inbox = _slack_inbox_health(conn)
             results.append(("postgres", _redact(settings.database_url), "ok"))
+            if inbox is not None:
+                results.append(("slack inbox", "slack_inbox table", inbox))
         except Exception as exc:  # noqa: BLE001
             results.append(
                 ("postgres", _redact(settings.database_url), f"down ({type(exc).__name__})")

@@ -79,6 +79,7 @@ def test_up_serves_everything_runs_a_task_and_stops_cleanly(
     assert ready.status_code == 200 and ready.json()["checks"] == {"temporal": "ok", "postgres": "ok"}
     status = cli(stack_env, "status")
     assert status.returncode == 0, status.stdout + status.stderr
+    assert "slack inbox" in status.stdout and "ok (0 waiting)" in status.stdout
 
     # A second terminal: ask (it parks on the approval), approve, and the answer arrives.
     asked = subprocess.Popen(
