@@ -11,6 +11,7 @@ activity talking to a fake provider through LiteLLM.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,4 +119,9 @@ async def test_postgres_restarted_while_the_model_answers_the_task_still_finishe
     finally:
         pool = await get_pool(url)
         await pool.close()
+        pgdata, user = postgres.server.pgdata, postgres.server.system_user
         postgres.stop()
+        # The restarted server is not the process pgserver started, so pgserver's cleanup
+        # leaves it running: stop it by its data directory.
+        with contextlib.suppress(Exception):
+            pg_ctl(["stop", "-m", "immediate", "-w"], pgdata=pgdata, user=user, timeout=30)
