@@ -53,17 +53,62 @@ def _row_to_agent(row: dict[str, object]) -> StoredAgent:
     )
 
 
+class BindingConflict(ValueError):
+    """Two agents claim the same Slack channel or GitHub repo: events would reach either."""
+
+
+def surface_claims(config: AgentConfig) -> set[str]:
+    """What the agent answers for: `slack:C123`, `github:owner/repo` (repos case-folded)."""
+    claims: set[str] = set()
+    if config.spec.surfaces.slack is not None:
+        claims |= {f"slack:{channel}" for channel in config.spec.surfaces.slack.channels}
+    if config.spec.surfaces.github is not None:
+        claims |= {f"github:{repo.lower()}" for repo in config.spec.surfaces.github.repos}
+    return claims
+
+
+def binding_conflicts(config: AgentConfig, others: list[AgentConfig]) -> list[str]:
+    """Each claim of `config` that another agent already holds, as a sentence with the fix."""
+    mine = surface_claims(config)
+    problems = []
+    for other in others:
+        if (other.workspace, other.name) == (config.workspace, config.name):
+            continue
+        for claim in sorted(mine & surface_claims(other)):
+            kind, target = claim.split(":", 1)
+            what = "Slack channel" if kind == "slack" else "GitHub repo"
+            problems.append(
+                f"agent {config.name!r} claims {what} {target}, which agent {other.name!r} "
+                f"(workspace {other.workspace}) already answers for: remove it from one of them"
+            )
+    return problems
+
+
 async def apply_agent(
     pool: AsyncConnectionPool, config: AgentConfig, source: str = "", applied_by: str = ""
 ) -> tuple[StoredAgent, bool]:
-    """Store `config` as the next version; returns (stored, created). Unchanged -> not created."""
+    """Store `config` as the next version; returns (stored, created). Unchanged -> not created.
+
+    Raises BindingConflict when another agent answers for one of its channels or repos.
+    """
     digest = spec_digest(config)
     async with pool.connection() as conn, conn.transaction():
-        # Serialise applies of the same agent so two never take the same version number.
+        # Serialise applies of the same agent so two never take the same version number, and
+        # all applies that bind surfaces, so two agents never both take a channel.
         await conn.execute(
             "SELECT pg_advisory_xact_lock(hashtext(%s))",
             (f"agent:{config.workspace}/{config.name}",),
         )
+        if surface_claims(config):
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('agent-bindings'))")
+            cursor = await conn.execute(
+                "SELECT DISTINCT ON (workspace, name) * FROM agents"
+                " ORDER BY workspace, name, version DESC"
+            )
+            others = [_row_to_agent(row).config for row in await cursor.fetchall()]
+            problems = binding_conflicts(config, others)
+            if problems:
+                raise BindingConflict("; ".join(problems))
         cursor = await conn.execute(
             "SELECT * FROM agents WHERE workspace = %s AND name = %s ORDER BY version DESC LIMIT 1",
             (config.workspace, config.name),

@@ -25,7 +25,15 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
-from activities.agent_store import StoredAgent, apply_agent, get_agent, list_agents, list_versions
+from activities.agent_store import (
+    BindingConflict,
+    StoredAgent,
+    apply_agent,
+    binding_conflicts,
+    get_agent,
+    list_agents,
+    list_versions,
+)
 from activities.db import apply_migrations_async, get_pool
 from config.agent import AgentConfig
 from config.loader import AgentConfigError, ConfigProblem, load_agent_documents
@@ -232,9 +240,19 @@ def apply(files: FilesOption) -> None:
     loaded, all_good = _load_all(files)
     if not all_good:
         raise _fail("nothing applied: fix the problems above first", EXIT_INVALID)
+    configs = [config for _, in_file in loaded for config in in_file]
+    clashes = [p for i, c in enumerate(configs) for p in binding_conflicts(c, configs[:i])]
+    if clashes:
+        raise _fail("nothing applied: " + "; ".join(clashes), EXIT_INVALID)
     applied_by = _who()
 
     async def work(pool: AsyncConnectionPool) -> list[tuple[StoredAgent, bool]]:
+        # Check the bindings the command leaves behind before applying anything.
+        after = {(a.workspace, a.name): a.config for a in await list_agents(pool)}
+        after.update({(c.workspace, c.name): c for c in configs})
+        problems = [p for c in configs for p in binding_conflicts(c, list(after.values()))]
+        if problems:
+            raise BindingConflict("; ".join(dict.fromkeys(problems)))
         return [
             await apply_agent(pool, config, source=str(path), applied_by=applied_by)
             for path, configs in loaded
@@ -242,7 +260,11 @@ def apply(files: FilesOption) -> None:
         ]
 
     console = _out()
-    for stored, created in _with_database(work, migrate=True):
+    try:
+        results = _with_database(work, migrate=True)
+    except BindingConflict as exc:
+        raise _fail(f"nothing applied: {exc}", EXIT_INVALID) from exc
+    for stored, created in results:
         outcome = "[green]applied[/green]" if created else "[dim]unchanged[/dim]"
         console.print(
             f"{escape(stored.name)}  workspace {escape(stored.workspace)}  "

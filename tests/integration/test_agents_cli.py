@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from config.loader import EXAMPLES_DIR
+from config.settings import Settings
 from surfaces.cli import app
 
 MINIMAL = (EXAMPLES_DIR / "minimal.yaml").read_text()
@@ -179,3 +180,58 @@ def test_unreachable_database_fails_fast(runner: CliRunner, tmp_path: Path) -> N
     result = runner.invoke(app, ["agents", "list"], env=env)
     assert result.exit_code == 2
     assert "cannot reach the database" in result.output and "openloop up" in result.output
+
+
+def bound_file(tmp_path: Path, name: str, channel: str) -> Path:
+    document = yaml.safe_load(MINIMAL)
+    document["metadata"]["name"] = name
+    document["spec"].setdefault("surfaces", {})["slack"] = {"channels": [channel]}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def test_two_agents_never_answer_for_the_same_channel(
+    runner: CliRunner, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    channel = "C" + uuid.uuid4().hex[:10].upper()
+    first, second, third = unique_name(), unique_name(), unique_name()
+    assert runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, first, channel))],
+                         env=cli_env).exit_code == 0
+
+    taken = runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, second, channel))],
+                          env=cli_env)
+    assert taken.exit_code == 1
+    assert f"agent '{second}' claims Slack channel {channel}" in taken.output
+    assert f"agent '{first}'" in taken.output and "remove it from one of them" in taken.output
+    both = runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, third, channel + "X")),
+                               "-f", str(bound_file(tmp_path, second, channel + "X"))], env=cli_env)
+    assert both.exit_code == 1 and "nothing applied" in both.output
+    listed = runner.invoke(app, ["agents", "list"], env=cli_env).output
+    assert first in listed and second not in listed and third not in listed
+
+    # The agent that holds the channel may re-apply it, and may hand it over.
+    moved = bound_file(tmp_path, first, channel + "Y")
+    assert runner.invoke(app, ["agents", "apply", "-f", str(moved)], env=cli_env).exit_code == 0
+    assert runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, second, channel))],
+                         env=cli_env).exit_code == 0
+
+
+async def test_the_store_refuses_a_second_agent_for_a_repo_even_without_the_cli(
+    db_settings: Settings,
+) -> None:
+    from activities.agent_store import BindingConflict, apply_agent
+    from activities.db import get_pool
+    from config.agent import AgentConfig
+
+    repo = f"acme/{uuid.uuid4().hex[:8]}"
+
+    def bound(name: str, spelled: str) -> AgentConfig:
+        return AgentConfig.model_validate({
+            "apiVersion": "openloop.ai/v1alpha1", "kind": "Agent", "metadata": {"name": name},
+            "spec": {"surfaces": {"github": {"repos": [spelled]}}}})
+
+    pool = await get_pool(db_settings.require_database_url())
+    await apply_agent(pool, bound(unique_name(), repo))
+    with pytest.raises(BindingConflict, match=f"GitHub repo {repo}"):
+        await apply_agent(pool, bound(unique_name(), repo.upper()))  # repos are case-blind
