@@ -155,14 +155,23 @@ class InboxDispatcher:
         pool = await self._pool()
         claimed = await self._claim(pool)
         gate = asyncio.Semaphore(CONCURRENCY)
+        # Replies in threads go one at a time in the order Slack sent them, so a task waiting
+        # for an answer gets the first answer first; new tasks start side by side.
+        mentions = [e for e in claimed if _event_type(e) != "message"]
+        replies = [e for e in claimed if _event_type(e) == "message"]
 
         async def dispatch(event: InboxEvent) -> Outcome:
             async with gate:
                 return await _outcome_of(handler, event)
 
-        outcomes = await asyncio.gather(*(dispatch(event) for event in claimed))
-        done = [(e, o) for e, o in zip(claimed, outcomes, strict=True) if o.status < 500]
-        retry = [(e, o) for e, o in zip(claimed, outcomes, strict=True) if o.status >= 500]
+        async def in_order() -> list[Outcome]:
+            return [await dispatch(event) for event in replies]
+
+        started, answered = await asyncio.gather(
+            asyncio.gather(*(dispatch(e) for e in mentions)), in_order())
+        outcomes = [*zip(mentions, started, strict=True), *zip(replies, answered, strict=True)]
+        done = [(e, o) for e, o in outcomes if o.status < 500]
+        retry = [(e, o) for e, o in outcomes if o.status >= 500]
         async with pool.connection() as conn:
             if done:  # one statement for the batch: a start costs enough round trips already
                 await conn.execute(
@@ -212,6 +221,11 @@ async def backlog(pool: AsyncConnectionPool) -> int:
         cursor = await conn.execute("SELECT count(*) AS n FROM slack_inbox WHERE handled_at IS NULL")
         row = await cursor.fetchone()
         return int(row["n"]) if row else 0
+
+
+def _event_type(event: InboxEvent) -> object:
+    inner = event.payload.get("event")
+    return inner.get("type") if isinstance(inner, dict) else None
 
 
 async def _outcome_of(handler: Handler, event: InboxEvent) -> Outcome:

@@ -3,6 +3,7 @@ dispatched, retried after a failure, taken over after a crash, and pruned."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -160,3 +161,31 @@ async def test_handled_rows_are_pruned_after_a_week_and_unhandled_ones_never(
 
 def test_backoff_doubles_and_is_capped() -> None:
     assert [inbox.backoff_seconds(n) for n in (1, 2, 3, 4, 8, 30)] == [1, 2, 4, 8, 60, 60]
+
+
+async def test_replies_in_threads_reach_their_tasks_in_the_order_slack_sent_them(
+    db_settings: Settings,
+) -> None:
+    pool = await get_pool(db_settings.require_database_url())
+    finished: list[str] = []
+    slow_first = {}
+
+    async def answering(payload: dict[str, Any], retry: str | None) -> Outcome:
+        await asyncio.sleep(slow_first.get(payload["event_id"], 0.0))
+        finished.append(payload["event_id"])
+        return Outcome("signalled user_message")
+
+    replies = []
+    for delay in (0.3, 0.2, 0.1, 0.0):
+        reply = event(thread_ts="1699999999.000001")
+        reply["event"]["type"] = "message"
+        slow_first[reply["event_id"]] = delay
+        replies.append(reply["event_id"])
+        await dispatcher(db_settings, None).accept(reply, 0)
+    await pending_only(pool, *replies)
+
+    async def db() -> AsyncConnectionPool:
+        return pool
+
+    assert await inbox.InboxDispatcher(db, lambda: answering).dispatch_due() == 4
+    assert finished == replies  # the slowest, sent first, still went first
