@@ -16,6 +16,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from activities import slack_blocks as blocks
 from activities.runtime import Runtime
 from activities.slack_client import (
     SlackNotConfigured,
@@ -28,7 +29,6 @@ from activities.slack_client import (
     not_configured_error,
     thread_messages,
 )
-from surfaces.slack import blocks
 from workflows.types import (
     PostApprovalRequestInput,
     PostApprovalRequestResult,

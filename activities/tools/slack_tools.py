@@ -12,6 +12,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from activities import slack_blocks as blocks
 from activities.runtime import Runtime
 from activities.slack_client import (
     SlackNotConfigured,
@@ -26,7 +27,6 @@ from activities.slack_client import (
 )
 from activities.slack_surface import APPROVAL_EVENT, PROGRESS_EVENT
 from activities.tools.registry import ToolError, handler
-from surfaces.slack import blocks
 from workflows.types import ToolCallInput
 
 TOOL_POST_EVENT = "openloop_tool_post"

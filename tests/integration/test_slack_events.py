@@ -25,12 +25,12 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities import runtime as activity_runtime
+from activities import slack_blocks as blocks
 from activities.agent_store import StoredAgent, apply_agent
 from activities.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.app import create_app
-from surfaces.slack import blocks
 from surfaces.tasks import task_id_for
 from tests.fakes.slack_api import BOT_ID, BOT_USER, FakeSlack
 from workflows.types import TaskInput

@@ -17,9 +17,9 @@ from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 from temporalio.client import Client
 
+from activities import slack_blocks as blocks
 from config.settings import Settings
 from surfaces.app import create_app
-from surfaces.slack import blocks
 from surfaces.tasks import task_id_for
 
 SECRET = "reliability-signing-secret"

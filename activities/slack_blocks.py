@@ -1,4 +1,5 @@
-"""Pure builders for what OpenLoop shows in Slack: Block Kit approval messages, the texts of
+"""Pure builders for what OpenLoop shows in Slack (used by the Slack activities and the
+Slack surface alike): Block Kit approval messages, the texts of
 short replies, markdown -> Slack mrkdwn, and splitting long replies to Slack's limits.
 
 No I/O lives here, so every message can be tested without Slack. Blocks are built with
