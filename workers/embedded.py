@@ -54,6 +54,18 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
+# The dev server runs one history shard, and each shard's queue processors poll at most 20
+# times a second by default: past a burst of about 30, every workflow or activity task
+# waited ~50 ms for its transfer task (100 ms a step without eager activities). A real
+# cluster spreads tasks over many shards; on one shard the limit only adds latency.
+DEV_SERVER_DYNAMIC_CONFIG = [
+    flag
+    for key in ("transferProcessorMaxPollRPS", "timerProcessorMaxPollRPS",
+                "visibilityProcessorMaxPollRPS")
+    for flag in ("--dynamic-config-value", f"history.{key}=10000")
+]
+
+
 @dataclass
 class TemporalDevServer:
     """`temporal server start-dev` as a child process."""
@@ -81,6 +93,7 @@ class TemporalDevServer:
             "--log-level",
             "warn",
             *dev_server_flags(),
+            *DEV_SERVER_DYNAMIC_CONFIG,
         ]
         if self.namespace != "default":
             command += ["--namespace", self.namespace]
