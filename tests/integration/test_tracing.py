@@ -193,3 +193,16 @@ def test_spans_go_nowhere_by_default_and_to_the_console_when_asked(
     printed = json.loads(capfd.readouterr().out)
     assert printed["name"] == "RunActivity:openloop.model.call"
     assert printed["resource"]["attributes"]["service.name"] == "openloop"
+
+
+def test_no_tracing_interceptor_when_spans_would_go_nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    import workers.telemetry as telemetry
+
+    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OPENLOOP_TRACE_CONSOLE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(telemetry, "_configured", None)
+    assert tracing_interceptors() == []  # nothing exported, so nothing made
+    exporting = TracerProvider()
+    [interceptor] = tracing_interceptors(tracer_provider=exporting)
+    assert type(interceptor).__name__ == "TracingInterceptor"
