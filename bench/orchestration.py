@@ -71,8 +71,8 @@ IN_PROCESS_TOOL_MS: dict[str, list[float]] = {}  # the tool's own time, by in-pr
 class Sizes:
     rounds: int = 10
     steps: int = 30
-    slow_tasks: int = 2
-    slow_steps: int = 6
+    slow_tasks: int = 4
+    slow_steps: int = 10
     slow_model_ms: float = 1000.0
     real_model_calls: int = 20
 
