@@ -67,7 +67,8 @@ def register(app: FastAPI) -> None:
         outcome = await _click(request, payload)
         return _ack(outcome, background)
 
-    add_background(app, lambda stop: inbox_for(app).run(stop))
+    if app.state.settings.database_url:  # without a database nothing can be recorded either
+        add_background(app, lambda stop: inbox_for(app).run(stop))
 
 
 def inbox_for(app: FastAPI) -> inbox.InboxDispatcher:
