@@ -31,6 +31,7 @@ from workflows.retention import MemoryRetentionWorkflow
 MAX_CONCURRENT_ACTIVITIES = 100
 MAX_CONCURRENT_WORKFLOW_TASKS = 100
 MAX_CACHED_WORKFLOWS = 1000
+CACHE_PER_SLOT = 5  # sticky-cache entries per workflow-task slot, at least
 
 
 WORKFLOWS: Sequence[type] = (AgentTaskWorkflow, MemoryRetentionWorkflow, AgentBudgetWorkflow)
@@ -63,6 +64,12 @@ def build_worker(
     from activities import runtime
 
     runtime.configure(settings)
+    if max_cached_workflows > 0:
+        # More workflow-task slots than a fifth of the sticky cache make a burst of tasks
+        # evict each other's state and replay: with 100 slots for a 100-workflow cache,
+        # parking 300 tasks took twice as long and filled the log with task timeouts.
+        max_concurrent_workflow_tasks = max(
+            2, min(max_concurrent_workflow_tasks, max_cached_workflows // CACHE_PER_SLOT))
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,
