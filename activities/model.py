@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -51,6 +52,33 @@ HEARTBEAT_EVERY_SECONDS = 10.0
 @activity.defn(name=ActivityName.CALL_MODEL)
 async def call_model(inp: ModelCallInput) -> ModelCallResult:
     pool = await runtime().pool()
+    prepared = await prepare_call(pool, inp)
+    if prepared.cached is not None:
+        return prepared.cached
+    tools = [NATIVE_TOOLS[name].openai_schema() for name in inp.tool_names if name in NATIVE_TOOLS]
+    result = await _ask_with_fallbacks(inp, prepared.messages, tools)
+    if result.finish_reason == "budget":
+        # Nothing was asked: store no answer (nor a summary instruction), so the call that
+        # resumes sends a clean prompt; later appends overwrite anything past this seq.
+        result.transcript_upto = inp.transcript_upto + len(inp.new_messages)
+        return result
+    await record_answer(pool, inp, result, prepared.answer_seq)
+    result.transcript_upto = prepared.answer_seq
+    return result
+
+
+@dataclass(frozen=True)
+class PreparedCall:
+    """The transcript side of a model call, before the model is asked."""
+
+    answer_seq: int  # where the answer goes
+    stored: list[dict[str, Any]]  # the transcript up to the answer
+    messages: list[dict[str, Any]]  # the prompt built from it with the task's view
+    cached: ModelCallResult | None  # a previous attempt's answer to this very call
+
+
+async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> PreparedCall:
+    """Append the call's new messages and build its prompt, or find its stored answer."""
     new_rows = [transcript.message_to_row(m) for m in inp.new_messages]
     if inp.purpose == "summary":
         new_rows.append({"role": "user", "content": SUMMARY_INSTRUCTION, "tool_calls": []})
@@ -60,18 +88,17 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
         # so the model is asked (and charged) once.
         cached = await transcript.load_one(conn, inp.task_id, answer_seq)
         if cached is not None and cached.get("_step") == inp.step and cached.get("_usage"):
-            return _result_from_stored(cached, answer_seq)
+            return PreparedCall(answer_seq, [], [], _result_from_stored(cached, answer_seq))
         new_rows = await transcript.resolve_refs(conn, new_rows)
         await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, new_rows)
         stored = await transcript.load(conn, inp.task_id, answer_seq - 1)
-    messages = build_prompt(stored, inp.view)
-    tools = [NATIVE_TOOLS[name].openai_schema() for name in inp.tool_names if name in NATIVE_TOOLS]
-    result = await _ask_with_fallbacks(inp, messages, tools)
-    if result.finish_reason == "budget":
-        # Nothing was asked: store no answer (nor a summary instruction), so the call that
-        # resumes sends a clean prompt; later appends overwrite anything past this seq.
-        result.transcript_upto = inp.transcript_upto + len(inp.new_messages)
-        return result
+    return PreparedCall(answer_seq, stored, build_prompt(stored, inp.view), None)
+
+
+async def record_answer(
+    pool: AsyncConnectionPool, inp: ModelCallInput, result: ModelCallResult, answer_seq: int
+) -> None:
+    """The answer and its usage row, in one transaction: both or neither."""
     answer = {
         "role": SUMMARY_ROLE if inp.purpose == "summary" else "assistant",
         "content": result.text,
@@ -99,8 +126,6 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
                 cost_usd=result.usage.cost_usd,
             ),
         )
-    result.transcript_upto = answer_seq
-    return result
 
 
 def _result_from_stored(message: dict[str, Any], seq: int) -> ModelCallResult:

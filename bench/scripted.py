@@ -1,11 +1,12 @@
 """The benches' zero-latency scripted model and the floor workflow they are measured against.
 
-`scripted_model` is registered under the real model activity name. It does the real model
-activity's bookkeeping (`activities/model.py`: the retry cache check, transcript appends,
-the prompt built from the stored transcript with the task's view, then the answer and the
-usage row in one transaction) around a scripted answer instead of a provider call, so the
-per-step database work is what production does. The script is read from the task's
-request (`Plan`), so any worker process serves any bench task.
+`scripted_model` is registered under the real model activity name. It runs the real model
+activity's bookkeeping (`activities/model.py` `prepare_call` and `record_answer`: the retry
+cache check, transcript appends, the prompt built from the stored transcript with the
+task's view, then the answer and the usage row in one transaction) around a scripted
+answer instead of a provider call, so the per-step database work is what production does.
+The script is read from the task's request (`Plan`), so any worker process serves any
+bench task.
 
 `FloorWorkflow` is the reference: N steps of one no-op activity each (remote or local).
 The workflow sandbox re-imports this module, so everything but `temporalio.workflow` is
@@ -28,9 +29,9 @@ with workflow.unsafe.imports_passed_through():
 
     from temporalio import activity
 
-    from activities import ledger, transcript
+    from activities.model import prepare_call, record_answer
     from activities.runtime import runtime
-    from workflows.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
+    from workflows.compaction import estimate_tokens
     from workflows.tool_catalog import model_tool_name
     from workflows.types import ActivityName, ModelCallInput, ModelCallResult, ModelUsage, ToolCall
 
@@ -101,77 +102,32 @@ def _request(stored: list[dict[str, Any]]) -> str:
     return next((str(m.get("content") or "") for m in stored if m["role"] == "user"), "")
 
 
-def _stored_result(message: dict[str, Any], seq: int) -> ModelCallResult:
-    return ModelCallResult(
-        text=message.get("content") or "",
-        tool_calls=[ToolCall(**call) for call in message.get("tool_calls") or []],
-        finish_reason=message.get("_finish_reason", "stop"),
-        usage=ModelUsage(**message["_usage"]),
-        transcript_upto=seq,
-        max_tokens_used=int(message.get("_max_tokens", 0)),
-    )
-
-
 @activity.defn(name=ActivityName.CALL_MODEL)
 async def scripted_model(inp: ModelCallInput) -> ModelCallResult:
     """The model activity's bookkeeping around a scripted answer (see the module docstring)."""
     started = time.perf_counter()
     STEP_STARTS[inp.task_id].append(started)
     pool = await runtime().pool()
-    new_rows = [transcript.message_to_row(m) for m in inp.new_messages]
-    if inp.purpose == "summary":
-        new_rows.append({"role": "user", "content": SUMMARY_INSTRUCTION, "tool_calls": []})
-    answer_seq = inp.transcript_upto + len(new_rows) + 1
-    async with pool.connection() as conn:
-        cached = await transcript.load_one(conn, inp.task_id, answer_seq)
-        if cached is not None and cached.get("_step") == inp.step and cached.get("_usage"):
-            return _stored_result(cached, answer_seq)
-        new_rows = await transcript.resolve_refs(conn, new_rows)
-        await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, new_rows)
-        stored = await transcript.load(conn, inp.task_id, answer_seq - 1)
-    messages = build_prompt(stored, inp.view)
-    plan = Plan.parse(_request(stored))
+    prepared = await prepare_call(pool, inp)
+    if prepared.cached is not None:
+        return prepared.cached
+    plan = Plan.parse(_request(prepared.stored))
     slept = time.perf_counter()
     if plan.model_ms:
         await asyncio.sleep(plan.model_ms / 1000)
     slept = time.perf_counter() - slept
-    text, calls = scripted_answer(plan, stored, inp.purpose)
+    text, calls = scripted_answer(plan, prepared.stored, inp.purpose)
     usage = ModelUsage(
         SCRIPTED_MODEL,
-        estimate_tokens(messages),
+        estimate_tokens(prepared.messages),
         estimate_tokens([{"content": text, "tool_calls": [asdict(c) for c in calls]}]),
         0.0,
     )
     finish = "tool_calls" if calls else "stop"
-    answer = {
-        "role": SUMMARY_ROLE if inp.purpose == "summary" else "assistant",
-        "content": text,
-        "tool_calls": [asdict(c) for c in calls],
-        "_step": inp.step,
-        "_usage": asdict(usage),
-        "_finish_reason": finish,
-        "_offline": True,
-        "_max_tokens": inp.max_tokens,
-    }
-    async with pool.connection() as conn, conn.transaction():
-        await transcript.append(conn, inp.task_id, answer_seq, [answer])
-        await ledger.write_usage(
-            conn,
-            ledger.UsageRow(
-                task_id=inp.task_id,
-                step=inp.step,
-                agent=inp.agent_name,
-                workspace=inp.workspace,
-                channel=inp.channel,
-                surface=inp.surface,
-                model=usage.model,
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cost_usd=0.0,
-            ),
-        )
+    result = ModelCallResult(text, calls, finish, usage, prepared.answer_seq, inp.max_tokens, offline=True)
+    await record_answer(pool, inp, result, prepared.answer_seq)
     MODEL_BODY_MS[inp.task_id].append((time.perf_counter() - started - slept) * 1000)
-    return ModelCallResult(text, calls, finish, usage, answer_seq, inp.max_tokens, offline=True)
+    return result
 
 
 # The floor ----------------------------------------------------------------------------------
