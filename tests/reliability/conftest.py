@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.reliability.harness import WorkerForker
+from tests.fakes.model_api import FakeModelAPI
+from tests.reliability.harness import FAKE_OPENAI_KEY, WorkerForker
 
 _early: list[tuple[WorkerForker, Path]] = []
 
@@ -34,3 +35,14 @@ async def forker() -> AsyncIterator[WorkerForker]:
         parent.close()
         if where is not None:
             shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
+    """The fake provider, with LiteLLM pointed at it and a fake key in the environment."""
+    fake = FakeModelAPI().start()
+    monkeypatch.setenv("OPENLOOP_MODEL_API_BASE", fake.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
+    yield fake
+    fake.stop()
+

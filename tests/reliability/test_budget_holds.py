@@ -7,27 +7,17 @@ answer that was stored; a call that fails for good leaves nothing held and nothi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 from temporalio.client import Client, WorkflowHandle
 
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
-from tests.reliability.harness import FAKE_OPENAI_KEY, agent_config, scalar, start, stored
+from tests.reliability.harness import agent_config, scalar, start, stored
 from workers.worker import build_worker
 from workflows.agent_budget import AgentBudgetWorkflow
 from workflows.budget_types import budget_workflow_id
 from workflows.types import TaskStatus
-
-
-@pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
-    fake = FakeModelAPI().start()
-    monkeypatch.setenv("OPENLOOP_MODEL_API_BASE", fake.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
-    yield fake
-    fake.stop()
 
 
 @pytest.mark.parametrize("failure", [500, 401], ids=["retried", "final"])

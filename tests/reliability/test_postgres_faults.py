@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 from temporalio.client import Client
 
@@ -23,7 +21,6 @@ from activities.db import apply_migrations, get_pool
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
 from tests.reliability.harness import (
-    FAKE_OPENAI_KEY,
     agent_config,
     eventually,
     held_backend,
@@ -40,15 +37,6 @@ from workflows.types import TaskStatus
 
 ANSWERS = "SELECT count(*) FROM transcript WHERE task_id = %s AND role = 'assistant'"
 USAGE = "SELECT count(*) FROM usage_ledger WHERE task_id = %s"
-
-
-@pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
-    fake = FakeModelAPI().start()
-    monkeypatch.setenv("OPENLOOP_MODEL_API_BASE", fake.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
-    yield fake
-    fake.stop()
 
 
 async def test_a_backend_terminated_mid_transaction_rolls_back_and_the_retry_writes_once(

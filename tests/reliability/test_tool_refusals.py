@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.db import get_pool
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from tests.reliability.harness import FAKE_OPENAI_KEY, agent_config, scalar, start, stored
+from tests.reliability.harness import agent_config, scalar, start, stored
 from tests.workflow.scripted import Script, say, use
 from tests.workflow.test_approvals import start as start_scripted
 from tests.workflow.test_approvals import task_input, worker
@@ -39,15 +38,6 @@ PROBLEMS = {
     "call_unknown": "unknown tool 'shell.exec'",
     "call_not_given": "not enabled for this agent",
 }
-
-
-@pytest.fixture
-def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
-    fake = FakeModelAPI().start()
-    monkeypatch.setenv("OPENLOOP_MODEL_API_BASE", fake.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
-    yield fake
-    fake.stop()
 
 
 async def test_bad_tool_calls_are_refused_told_to_the_model_audited_and_never_run(
