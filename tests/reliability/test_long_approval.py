@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -18,12 +19,11 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from config.loader import parse_agent
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import pending_request, start
-from workers.sandbox import workflow_runner
+from tests.workflow.test_approvals import pending_request, start, task_input
+from tests.workflow.test_approvals import worker as approvals_worker
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import ApprovalDecision, SurfaceContext, TaskInput, TaskResult, TaskStatus
+from workflows.types import ApprovalDecision, TaskInput, TaskResult, TaskStatus
 
 AGENT_YAML = """
 apiVersion: openloop.ai/v1alpha1
@@ -42,24 +42,12 @@ SEVEN_DAYS = timedelta(days=7)
 def worker(env: WorkflowEnvironment, script: Script, task_queue: str) -> Worker:
     """A worker that keeps nothing cached: each workflow task replays the history, as on a
     freshly started process (and no task is left on the sticky queue of a stopped one)."""
-    return Worker(
-        env.client,
-        task_queue=task_queue,
-        workflows=[AgentTaskWorkflow],
-        activities=script.activities(),
-        workflow_runner=workflow_runner(),
-        max_cached_workflows=0,
-    )
+    return approvals_worker(env, script, task_queue, max_cached_workflows=0)
 
 
 def task() -> TaskInput:
-    return TaskInput(
-        task_id=f"task-rel-wait-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(AGENT_YAML),
-        agent_version=1,
-        context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
-        request="open an issue to rotate the deploy key",
-    )
+    return replace(task_input(AGENT_YAML), task_id=f"task-rel-wait-{uuid.uuid4().hex[:10]}",
+                   request="open an issue to rotate the deploy key")
 
 
 async def still_waiting(

@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -45,13 +46,14 @@ def task_input(yaml_text: str = AGENT_YAML, **overrides: object) -> TaskInput:
     )
 
 
-def worker(env: WorkflowEnvironment, script: Script, task_queue: str) -> Worker:
+def worker(env: WorkflowEnvironment, script: Script, task_queue: str, **options: Any) -> Worker:
     return Worker(
         env.client,
         task_queue=task_queue,
         workflows=[AgentTaskWorkflow],
         activities=script.activities(),
         workflow_runner=workflow_runner(),
+        **options,
     )
 
 
