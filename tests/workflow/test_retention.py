@@ -9,7 +9,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from psycopg_pool import AsyncConnectionPool
-from temporalio.client import Client, ScheduleActionStartWorkflow
+from temporalio.client import Client, ScheduleActionStartWorkflow, ScheduleHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -71,6 +71,8 @@ async def test_the_daily_schedule_is_idempotent_keeps_a_pause_and_purges(
     handle = client.get_schedule_handle(schedule_id)
     try:
         await handle.pause(note="maintenance window")
+        # The pause is a signal to the scheduler; an operator's pause lands long before a redeploy.
+        await _until_paused(handle)
         # A redeploy on another task queue updates the schedule in place, keeping the pause.
         await ensure_retention_schedule(client, task_queue, schedule_id)
         described = await handle.describe()
@@ -100,9 +102,17 @@ async def test_the_daily_schedule_is_idempotent_keeps_a_pause_and_purges(
         await handle.delete()
 
 
-async def _first_run(handle: object) -> str:
+async def _until_paused(handle: ScheduleHandle) -> None:
     for _ in range(200):
-        actions = (await handle.describe()).info.recent_actions  # type: ignore[attr-defined]
+        if (await handle.describe()).schedule.state.paused:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the schedule never showed the pause")
+
+
+async def _first_run(handle: ScheduleHandle) -> str:
+    for _ in range(200):
+        actions = (await handle.describe()).info.recent_actions
         if actions:
             return str(actions[0].action.workflow_id)
         await asyncio.sleep(0.05)
