@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -33,17 +34,21 @@ from activities.budget_client import (
 )
 from activities.providers import ProviderCall, call_provider, price_per_token
 from activities.runtime import runtime
+from activities.tools.runner import bound_and_audit, execute_tool
 from workflows.budget import MIN_USEFUL_MAX_TOKENS
 from workflows.budget_types import ReserveResult
 from workflows.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
-from workflows.tool_catalog import NATIVE_TOOLS
+from workflows.tool_catalog import NATIVE_TOOLS, model_tool_name
 from workflows.types import (
     ActivityName,
     AuditEvent,
+    ChatMessage,
     ModelCallInput,
     ModelCallResult,
     ModelUsage,
     ToolCall,
+    ToolCallInput,
+    ToolCallResult,
 )
 
 HEARTBEAT_EVERY_SECONDS = 10.0
@@ -57,10 +62,11 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
         return prepared.cached
     tools = [NATIVE_TOOLS[name].openai_schema() for name in inp.tool_names if name in NATIVE_TOOLS]
     result = await _ask_with_fallbacks(inp, prepared.messages, tools)
+    result.tool_results = prepared.tool_results
     if result.finish_reason == "budget":
         # Nothing was asked: store no answer (nor a summary instruction), so the call that
         # resumes sends a clean prompt; later appends overwrite anything past this seq.
-        result.transcript_upto = inp.transcript_upto + len(inp.new_messages)
+        result.transcript_upto = prepared.appended_upto
         return result
     await record_answer(pool, inp, result, prepared.answer_seq)
     result.transcript_upto = prepared.answer_seq
@@ -75,24 +81,66 @@ class PreparedCall:
     stored: list[dict[str, Any]]  # the transcript up to the answer
     messages: list[dict[str, Any]]  # the prompt built from it with the task's view
     cached: ModelCallResult | None  # a previous attempt's answer to this very call
+    tool_results: list[ToolCallResult] = field(default_factory=list)  # of inp.run_first
+    appended_upto: int = 0  # the last seq of the tool results and new messages
 
 
 async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> PreparedCall:
-    """Append the call's new messages and build its prompt, or find its stored answer."""
+    """Run the folded tool calls, append their results and the call's new messages, and
+    build the prompt; or find the answer a previous attempt stored for this very call."""
+    folded = inp.run_first.inputs(inp.task_id) if inp.run_first else []
     new_rows = [transcript.message_to_row(m) for m in inp.new_messages]
+    appended_upto = inp.transcript_upto + len(folded) + len(new_rows)
     if inp.purpose == "summary":
         new_rows.append({"role": "user", "content": SUMMARY_INSTRUCTION, "tool_calls": []})
-    answer_seq = inp.transcript_upto + len(new_rows) + 1
+    answer_seq = inp.transcript_upto + len(folded) + len(new_rows) + 1
     async with pool.connection() as conn:
         # A previous attempt may have finished the call and crashed before reporting: reuse it,
         # so the model is asked (and charged) once.
         cached = await transcript.load_one(conn, inp.task_id, answer_seq)
         if cached is not None and cached.get("_step") == inp.step and cached.get("_usage"):
-            return PreparedCall(answer_seq, [], [], _result_from_stored(cached, answer_seq))
+            result = _result_from_stored(cached, answer_seq)
+            result.tool_results = await _stored_tool_results(conn, inp, len(folded))
+            return PreparedCall(answer_seq, [], [], result)
+        # Tool results answer the previous model message, so they come before anything new.
+        tool_rows, tool_results = await _run_folded(conn, folded)
         new_rows = await transcript.resolve_refs(conn, new_rows)
-        await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, new_rows)
+        await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, tool_rows + new_rows)
         stored = await transcript.load(conn, inp.task_id, answer_seq - 1)
-    return PreparedCall(answer_seq, stored, build_prompt(stored, inp.view), None)
+    return PreparedCall(
+        answer_seq, stored, build_prompt(stored, inp.view), None, tool_results, appended_upto
+    )
+
+
+async def _run_folded(
+    conn: AsyncConnection[Any], calls: list[ToolCallInput]
+) -> tuple[list[dict[str, Any]], list[ToolCallResult]]:
+    """Run read-only tool calls as the tool activity would; their transcript rows keep the
+    whole output for the model and the bounded result for a retry that finds the answer."""
+    rt = runtime()
+    rows, results = [], []
+    for call in calls:
+        full = await execute_tool(call, rt)
+        bounded = await bound_and_audit(conn, call, full)
+        message = ChatMessage(
+            "tool", full.output, tool_call_id=call.call_id, name=model_tool_name(call.tool)
+        )
+        rows.append({**transcript.message_to_row(message), "_result": asdict(bounded)})
+        results.append(bounded)
+    return rows, results
+
+
+async def _stored_tool_results(
+    conn: AsyncConnection[Any], inp: ModelCallInput, count: int
+) -> list[ToolCallResult]:
+    if not count:
+        return []
+    cursor = await conn.execute(
+        "SELECT message->'_result' AS result FROM transcript"
+        " WHERE task_id = %s AND seq > %s AND seq <= %s ORDER BY seq",
+        (inp.task_id, inp.transcript_upto, inp.transcript_upto + count),
+    )
+    return [ToolCallResult(**row["result"]) for row in await cursor.fetchall()]
 
 
 async def record_answer(

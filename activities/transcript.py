@@ -3,7 +3,8 @@
 Appends are idempotent: a retried activity writes the same seq again and the row is
 overwritten with what the successful attempt returns, so the stored transcript always
 matches the result recorded in workflow history. Large tool outputs live in
-`tool_outputs` and are referenced from history by id.
+`tool_outputs` and are referenced from history by id. `load_for_prompt` reads only what
+`workflows.compaction.build_prompt` will use, so a model call's read stays small on long tasks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from workflows.types import ChatMessage
+from workflows.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE
+from workflows.types import ChatMessage, TranscriptView
 
 # More than this is stored in Postgres and referenced, not put in workflow history: the
 # model still reads the whole output (the model activity resolves the reference).
@@ -33,15 +35,20 @@ async def append(
     conn: AsyncConnection[Any], task_id: str, first_seq: int, messages: list[dict[str, Any]]
 ) -> int:
     """Write messages at first_seq, first_seq+1, ...; return the last seq written."""
-    seq = first_seq - 1
-    for message in messages:
-        seq += 1
-        await conn.execute(
-            "INSERT INTO transcript (task_id, seq, role, message) VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (task_id, seq) DO UPDATE SET role = EXCLUDED.role, message = EXCLUDED.message",
-            (task_id, seq, message["role"], json.dumps(message)),
-        )
-    return seq
+    params = [
+        (task_id, seq, message["role"], json.dumps(message))
+        for seq, message in enumerate(messages, start=first_seq)
+    ]
+    if params:
+        # executemany pipelines the statements: one round trip however many messages.
+        async with conn.cursor() as cursor:
+            await cursor.executemany(
+                "INSERT INTO transcript (task_id, seq, role, message) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (task_id, seq) DO UPDATE"
+                " SET role = EXCLUDED.role, message = EXCLUDED.message",
+                params,
+            )
+    return first_seq + len(messages) - 1
 
 
 async def resolve_refs(
@@ -67,6 +74,69 @@ async def load(conn: AsyncConnection[Any], task_id: str, upto: int) -> list[dict
         (task_id, upto),
     )
     return [{**row["message"], "seq": row["seq"]} for row in await cursor.fetchall()]
+
+
+# The rows build_prompt uses, in one statement: the first system row, the latest summary the
+# view adopted, and the messages after it but for the tool results it drops as orphans. The
+# tool results it turns into placeholders (all but the newest `keep`) come back with their
+# content cut to the preview it shows. One json_agg row parses faster than a row per message.
+_PROMPT_ROWS_SQL = """
+WITH bounds AS (
+    SELECT (
+        SELECT min(seq) FROM transcript
+        WHERE task_id = %(task_id)s AND seq > %(summary_upto)s AND seq <= %(upto)s
+            AND role NOT IN ('system', %(summary_role)s, 'tool')
+    ) AS first_seq, CASE WHEN %(keep)s <= 0 THEN %(upto)s + 1 ELSE (
+        SELECT seq FROM transcript
+        WHERE task_id = %(task_id)s AND seq > %(summary_upto)s AND seq <= %(upto)s
+            AND role = 'tool'
+        ORDER BY seq DESC OFFSET %(keep)s - 1 LIMIT 1
+    ) END AS kept_from
+), prompt_rows AS (
+    SELECT seq, CASE
+        WHEN role = 'tool' AND seq < kept_from
+            AND jsonb_typeof(message -> 'content') = 'string'
+        THEN jsonb_set(message, '{content}', to_jsonb(left(message ->> 'content', %(preview)s)))
+        ELSE message
+    END AS message
+    FROM transcript, bounds
+    WHERE task_id = %(task_id)s AND seq >= first_seq AND seq <= %(upto)s
+        AND role NOT IN ('system', %(summary_role)s)
+    UNION ALL (
+        SELECT seq, message FROM transcript
+        WHERE task_id = %(task_id)s AND seq <= %(upto)s AND role = 'system'
+        ORDER BY seq LIMIT 1
+    )
+    UNION ALL (
+        SELECT seq, message FROM transcript
+        WHERE task_id = %(task_id)s AND seq <= LEAST(%(upto)s, %(summary_upto)s)
+            AND role = %(summary_role)s
+        ORDER BY seq DESC LIMIT 1
+    )
+)
+SELECT json_agg(prompt_rows ORDER BY seq) AS rows FROM prompt_rows
+"""
+
+
+async def load_for_prompt(
+    conn: AsyncConnection[Any], task_id: str, upto: int, view: TranscriptView
+) -> list[dict[str, Any]]:
+    """The rows of `load(conn, task_id, upto)` that `build_prompt(rows, view)` reads, with
+    the content of tool results it compacts cut to their preview: the prompt is the same."""
+    cursor = await conn.execute(
+        _PROMPT_ROWS_SQL,
+        {
+            "task_id": task_id,
+            "upto": upto,
+            "summary_upto": view.summary_upto,
+            "keep": view.keep_tool_results,
+            "summary_role": SUMMARY_ROLE,
+            "preview": PLACEHOLDER_PREVIEW_CHARS,
+        },
+    )
+    found = await cursor.fetchone()
+    rows = (found or {}).get("rows") or []
+    return [{**row["message"], "seq": row["seq"]} for row in rows]
 
 
 async def load_one(conn: AsyncConnection[Any], task_id: str, seq: int) -> dict[str, Any] | None:

@@ -125,6 +125,7 @@ async def scripted_model(inp: ModelCallInput) -> ModelCallResult:
     )
     finish = "tool_calls" if calls else "stop"
     result = ModelCallResult(text, calls, finish, usage, prepared.answer_seq, inp.max_tokens, offline=True)
+    result.tool_results = prepared.tool_results
     await record_answer(pool, inp, result, prepared.answer_seq)
     MODEL_BODY_MS[inp.task_id].append((time.perf_counter() - started - slept) * 1000)
     return result

@@ -125,6 +125,7 @@ class _Reader:
             started = self.scheduled.get(attrs.scheduled_event_id)
             entry = _completed(started, attrs.result, at) if started is not None else None
             if started is not None and entry is not None:
+                story.entries.extend(self._folded(started, attrs.result, at))
                 self._note_calls(started, attrs.result, entry)
                 story.entries.append(entry)
         elif kind in (E.EVENT_TYPE_ACTIVITY_TASK_FAILED, E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
@@ -161,6 +162,21 @@ class _Reader:
             ran = _decode(scheduled.activity_task_scheduled_event_attributes.input, ToolCallInput)
             self.calls = [c for c in self.calls if ran is None or c.call_id != ran.call_id]
 
+    def _folded(self, scheduled: HistoryEvent, result: Payloads, at: datetime) -> list[Entry]:
+        """Tool calls that ran inside a model call, before it asked the model."""
+        attrs = scheduled.activity_task_scheduled_event_attributes
+        if attrs.activity_type.name != ActivityName.CALL_MODEL:
+            return []
+        inp, out = _decode(attrs.input, ModelCallInput), _decode(result, ModelCallResult)
+        if inp is None or out is None or inp.run_first is None:
+            return []
+        ran = {call.call_id for call in inp.run_first.calls}
+        self.calls = [c for c in self.calls if c.call_id not in ran]
+        return [
+            _tool_entry(at, call.tool, outcome, call.step)
+            for call, outcome in zip(inp.run_first.calls, out.tool_results, strict=False)
+        ]
+
     def _local(self, event: HistoryEvent, at: datetime) -> Entry | None:
         """A local activity's marker: its result is recorded, its input is not."""
         name = local_activity_type(event)
@@ -177,10 +193,15 @@ class _Reader:
         call = candidates[0] if candidates else None
         if call is not None:
             self.calls.remove(call)
-        outcome = "ok" if out is None or out.ok else (out.error_kind or "failed")
-        preview = (out.output[:100] if out else "").replace("\n", " ")
-        tool = call.tool if call else "tool"
-        return Entry(at, "tool", f"{tool}: {outcome}: {preview}", step=call.step if call else None)
+        return _tool_entry(at, call.tool if call else "tool", out, call.step if call else None)
+
+
+def _tool_entry(
+    at: datetime, tool: str, out: ToolCallResult | None, step: int | None, who: str | None = None
+) -> Entry:
+    outcome = "ok" if out is None or out.ok else (out.error_kind or "failed")
+    preview = (out.output[:100] if out else "").replace("\n", " ")
+    return Entry(at, "tool", f"{tool}: {outcome}: {preview}", step=step, who=who)
 
 
 def _activity_failed(event: HistoryEvent, scheduled: dict[int, HistoryEvent], at: datetime) -> Entry:
@@ -221,10 +242,8 @@ def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry
         tool_out = _decode(result, ToolCallResult)
         if tool_in is None:
             return None
-        outcome = "ok" if tool_out is None or tool_out.ok else (tool_out.error_kind or "failed")
-        preview = (tool_out.output[:100] if tool_out else "").replace("\n", " ")
         who = tool_in.approval.approver if tool_in.approval else None
-        return Entry(at, "tool", f"{tool_in.tool}: {outcome}: {preview}", step=tool_in.step, who=who)
+        return _tool_entry(at, tool_in.tool, tool_out, tool_in.step, who)
     if name == ActivityName.POST_APPROVAL_REQUEST:
         asked = _decode(attrs.input, PostApprovalRequestInput)
         if asked is None:

@@ -186,6 +186,9 @@ class AgentTaskWorkflow(TaskSteps):
                 if self._asks_user(result.text) and await self._await_follow_up(result.text):
                     continue
                 return TaskStatus.SUCCESS, "answered"
+            if self._fold_tool_calls(result.tool_calls):
+                invalid_in_a_row = 0
+                continue
             for call in result.tool_calls:
                 outcome = await self._handle_tool_call(call)
                 invalid_in_a_row = invalid_in_a_row + 1 if outcome == "invalid" else 0
@@ -194,12 +197,7 @@ class AgentTaskWorkflow(TaskSteps):
                         TaskStatus.ERROR,
                         f"the model made {invalid_in_a_row} invalid tool calls in a row",
                     )
-            repeats = policy.repeats_at_end(self.signatures)
-            if repeats >= self.agent.spec.limits.no_progress_repeats:
-                raise TaskStop(
-                    TaskStatus.NO_PROGRESS,
-                    f"the same tool call returned the same result {repeats} times in a row",
-                )
+            self._check_progress()
 
     # Ending --------------------------------------------------------------------------------
 
@@ -242,6 +240,7 @@ class AgentTaskWorkflow(TaskSteps):
             summary_upto=self.summary_upto,
             continuations=self.continuations,
             runs=self.runs + 1,
+            folded_tools=self.folded,
         )
         workflow.continue_as_new(
             TaskInput(

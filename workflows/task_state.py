@@ -24,6 +24,7 @@ with workflow.unsafe.imports_passed_through():
         BudgetUsage,
         CancelRequest,
         ChatMessage,
+        FoldedToolCall,
         MemoryScopeRef,
         PostReplyInput,
         StepRecord,
@@ -58,6 +59,8 @@ class TaskState:
         self.decisions: list[str] = list(carried.decisions) if carried else []
         self.pending: list[ChatMessage] = list(carried.pending_messages) if carried else []
         self.signatures: list[str] = list(carried.progress_signatures) if carried else []
+        # Read-only local tool calls that run inside the next model call.
+        self.folded: list[FoldedToolCall] = list(carried.folded_tools) if carried else []
         self.continuations = carried.continuations if carried else 0
         self.runs = carried.runs if carried else 1
         self.steps: list[StepRecord] = []
@@ -115,8 +118,19 @@ class TaskState:
     def _decide(self, text: str) -> None:
         self.decisions.append(text)
 
-    def _record(self, kind: str, summary: str, cost: float = 0.0, actor: str | None = None) -> None:
-        self.steps.append(StepRecord(self.step, kind, summary, workflow.now().isoformat(), cost, actor))
+    def _record(
+        self,
+        kind: str,
+        summary: str,
+        cost: float = 0.0,
+        actor: str | None = None,
+        step: int | None = None,
+    ) -> None:
+        self.steps.append(
+            StepRecord(
+                self.step if step is None else step, kind, summary, workflow.now().isoformat(), cost, actor
+            )
+        )
         del self.steps[:-MAX_STEP_RECORDS]
         self.last_action = summary[:200]
 

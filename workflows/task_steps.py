@@ -25,6 +25,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.types import (
         ActivityName,
         ChatMessage,
+        FoldedToolCall,
+        FoldedTools,
         ModelCallInput,
         ModelCallResult,
         TaskStatus,
@@ -39,6 +41,7 @@ from workflows.task_state import TaskState, TaskStop, failure_reason
 COMPACT_AT_SHARE = 0.6  # summarise the conversation when the prompt passes this share
 DEFAULT_CONTEXT_WINDOW = 128_000
 AUDIT_INVALID_TOOL_CALLS = "audit-invalid-tool-calls"  # workflow.patched id
+FOLD_LOCAL_TOOLS = "fold-local-tools"  # workflow.patched id
 
 
 class TaskSteps(TaskState):
@@ -55,15 +58,7 @@ class TaskSteps(TaskState):
             await self._summarise_conversation()
             self.step += 1
         self.last_action = f"asking the model (step {self.step})"
-        try:
-            result: ModelCallResult = await workflow.execute_activity(
-                ActivityName.CALL_MODEL,
-                self._model_input(purpose, tools, ceilings),
-                result_type=ModelCallResult,
-                **MODEL_OPTIONS,
-            )
-        except ActivityError as err:
-            raise TaskStop(TaskStatus.ERROR, f"the model call failed: {failure_reason(err)}") from None
+        result = await self._execute_model(self._model_input(purpose, tools, ceilings))
         self.pending = []
         self.transcript_upto = result.transcript_upto
         self.last_prompt_tokens = result.usage.prompt_tokens
@@ -115,16 +110,30 @@ class TaskSteps(TaskState):
             channel_monthly_usd=self.agent.spec.budget.per_channel_monthly_usd,
             view=TranscriptView(summary_upto=self.summary_upto),
             purpose=purpose,
+            run_first=(
+                FoldedTools(list(self.folded), self.inp.context, self._memory_scope())
+                if self.folded
+                else None
+            ),
         )
+
+    async def _execute_model(self, inp: ModelCallInput) -> ModelCallResult:
+        try:
+            result: ModelCallResult = await workflow.execute_activity(
+                ActivityName.CALL_MODEL, inp, result_type=ModelCallResult, **MODEL_OPTIONS
+            )
+        except ActivityError as err:
+            raise TaskStop(TaskStatus.ERROR, f"the model call failed: {failure_reason(err)}") from None
+        if inp.run_first:
+            self.folded = []
+            for call, outcome in zip(inp.run_first.calls, result.tool_results, strict=True):
+                self._tool_ran(call.tool, call.arguments, outcome, step=call.step)
+            self._check_progress()
+        return result
 
     async def _summarise_conversation(self) -> None:
         ceilings = budget.Ceilings.for_agent(self.agent, self.usage)
-        summary = await workflow.execute_activity(
-            ActivityName.CALL_MODEL,
-            self._model_input("summary", [], ceilings),
-            result_type=ModelCallResult,
-            **MODEL_OPTIONS,
-        )
+        summary = await self._execute_model(self._model_input("summary", [], ceilings))
         self.pending = []
         self.transcript_upto = summary.transcript_upto
         if summary.finish_reason == "budget":
@@ -227,17 +236,15 @@ class TaskSteps(TaskState):
     ) -> str:
         self.last_action = f"running {name}"
         try:
-            tool_input = ToolCallInput(
-                task_id=self.inp.task_id,
-                step=self.step,
-                call_id=call.id,
-                tool=name,
-                arguments=arguments,
-                idempotency_key=f"{self.inp.task_id}:{self.step}:{call.id}",
-                context=self.inp.context,
-                memory=self._memory_scope(),
-                requested_by=self.inp.context.user,
-                approval=approval,  # type: ignore[arg-type]
+            tool_input = ToolCallInput.for_call(
+                self.inp.task_id,
+                self.step,
+                call.id,
+                name,
+                arguments,
+                self.inp.context,
+                self._memory_scope(),
+                approval,  # type: ignore[arg-type]
             )
             if NATIVE_TOOLS[name].local:
                 result: ToolCallResult = await workflow.execute_local_activity(
@@ -250,9 +257,47 @@ class TaskSteps(TaskState):
         except ActivityError as err:
             result = ToolCallResult(ok=False, output=f"Error: {failure_reason(err)}", error_kind="failed")
         self._tool_message(call, result.output, result.output_ref)
-        self.signatures.append(policy.progress_signature(name, arguments, result.output))
-        self._record("tool", f"{name}: {'ok' if result.ok else result.error_kind}: {result.output[:120]}")
+        self._tool_ran(name, arguments, result)
         return "ok" if result.ok else "failed"
+
+    def _tool_ran(
+        self, name: str, arguments: dict[str, object], result: ToolCallResult, step: int | None = None
+    ) -> None:
+        self.signatures.append(policy.progress_signature(name, arguments, result.output))
+        self._record(
+            "tool", f"{name}: {'ok' if result.ok else result.error_kind}: {result.output[:120]}", step=step
+        )
+
+    def _check_progress(self) -> None:
+        repeats = policy.repeats_at_end(self.signatures)
+        if repeats >= self.agent.spec.limits.no_progress_repeats:
+            raise TaskStop(
+                TaskStatus.NO_PROGRESS,
+                f"the same tool call returned the same result {repeats} times in a row",
+            )
+
+    def _fold_tool_calls(self, calls: list[ToolCall]) -> bool:
+        """Queue the step's calls to run inside the next model call, saving each its own round
+        trip, when every one is a valid, allowed, read-only local tool that needs no approval
+        and none could complete a no-progress streak (that is checked before the next call)."""
+        if policy.repeats_at_end(self.signatures) + len(calls) >= self.agent.spec.limits.no_progress_repeats:
+            return False
+        folded = []
+        for call in calls:
+            name = catalog_tool_name(call.name)
+            tool = NATIVE_TOOLS.get(name)
+            if tool is None or not tool.local or tool.writes or policy.needs_approval(self.agent, name):
+                return False
+            check = policy.check_tool_call(self.agent, name, call.arguments)
+            if not check.allowed:
+                return False
+            folded.append(FoldedToolCall(self.step, call.id, name, check.arguments))
+        # Tasks started before folding replay their local tool activities.
+        if not workflow.patched(FOLD_LOCAL_TOOLS):
+            return False
+        self.folded.extend(folded)
+        self.last_action = f"running {', '.join(c.tool for c in folded)} with the next model call"
+        return True
 
     def _tool_message(self, call: ToolCall, content: str, ref: str | None = None) -> None:
         self.pending.append(

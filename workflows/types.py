@@ -96,6 +96,7 @@ class CarriedState:
     summary_upto: int = 0
     continuations: int = 0
     runs: int = 1
+    folded_tools: list[FoldedToolCall] = field(default_factory=list)
 
 
 @dataclass
@@ -180,6 +181,7 @@ class ModelCallInput:
     timeout_seconds: float = 120.0
     monthly_usd: float | None = None  # the agent's monthly cap: reserve from its budget workflow
     channel_monthly_usd: float | None = None  # the monthly cap of each channel it serves
+    run_first: FoldedTools | None = None  # tool calls whose results precede the new messages
 
 
 @dataclass
@@ -193,6 +195,7 @@ class ModelCallResult:
     offline: bool = False
     refused_reason: str | None = None  # set when the budget could not cover the call
     refused_resumable: bool = True  # False: an extension of the task's budget cannot help
+    tool_results: list[ToolCallResult] = field(default_factory=list)  # of run_first, in order
 
 
 @dataclass
@@ -225,6 +228,58 @@ class ToolCallInput:
     memory: MemoryScopeRef
     requested_by: str
     approval: ApprovalRecord | None = None
+
+
+    @classmethod
+    def for_call(
+        cls,
+        task_id: str,
+        step: int,
+        call_id: str,
+        tool: str,
+        arguments: dict[str, object],
+        context: SurfaceContext,
+        memory: MemoryScopeRef,
+        approval: ApprovalRecord | None = None,
+    ) -> ToolCallInput:
+        return cls(
+            task_id=task_id,
+            step=step,
+            call_id=call_id,
+            tool=tool,
+            arguments=arguments,
+            idempotency_key=f"{task_id}:{step}:{call_id}",  # one call, one effect
+            context=context,
+            memory=memory,
+            requested_by=context.user,
+            approval=approval,
+        )
+
+
+@dataclass
+class FoldedToolCall:
+    """A read-only local tool call (no approval needed) that the next model activity runs
+    before it asks the model: its result reaches the model without a round trip of its own."""
+
+    step: int
+    call_id: str
+    tool: str
+    arguments: dict[str, object]
+
+
+@dataclass
+class FoldedTools:
+    calls: list[FoldedToolCall]
+    context: SurfaceContext
+    memory: MemoryScopeRef
+
+    def inputs(self, task_id: str) -> list[ToolCallInput]:
+        return [
+            ToolCallInput.for_call(
+                task_id, c.step, c.call_id, c.tool, c.arguments, self.context, self.memory
+            )
+            for c in self.calls
+        ]
 
 
 @dataclass

@@ -7,12 +7,15 @@ workflow history. Side-effecting handlers honour `inp.idempotency_key`.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
+from typing import Any
 
+from psycopg import AsyncConnection
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities import ledger, transcript
-from activities.runtime import runtime
+from activities.runtime import Runtime, runtime
 from activities.tools.registry import ToolError, get_handler
 from workflows.types import ActivityName, AuditEvent, ToolCallInput, ToolCallResult
 
@@ -20,6 +23,14 @@ from workflows.types import ActivityName, AuditEvent, ToolCallInput, ToolCallRes
 @activity.defn(name=ActivityName.RUN_TOOL)
 async def run_tool(inp: ToolCallInput) -> ToolCallResult:
     rt = runtime()
+    result = await execute_tool(inp, rt)
+    pool = await rt.pool()
+    async with pool.connection() as conn:
+        return await bound_and_audit(conn, inp, result)
+
+
+async def execute_tool(inp: ToolCallInput, rt: Runtime) -> ToolCallResult:
+    """Run the call's handler; its whole output, or the error the model should see."""
     handler = get_handler(inp.tool)
     if handler is None:
         raise ApplicationError(
@@ -28,25 +39,30 @@ async def run_tool(inp: ToolCallInput) -> ToolCallResult:
             non_retryable=True,
         )
     try:
-        output = await handler(inp, rt)
-        result = ToolCallResult(ok=True, output=output)
+        return ToolCallResult(ok=True, output=await handler(inp, rt))
     except ToolError as err:
-        result = ToolCallResult(ok=False, output=f"Error ({err.kind}): {err}", error_kind=err.kind)
-    pool = await rt.pool()
-    async with pool.connection() as conn:
-        if len(result.output) > transcript.TOOL_OUTPUT_PREVIEW_CHARS:
-            # Named by content: the same output twice is the same reference, so a repeated
-            # call with a repeated result still reads as no progress.
-            digest = hashlib.sha256(f"{inp.task_id}\n{result.output}".encode()).hexdigest()
-            ref = f"out-{digest[:24]}"
-            await transcript.store_tool_output(conn, ref, inp.task_id, result.output)
-            result.output_ref = ref
-            result.output = (
-                result.output[: transcript.TOOL_OUTPUT_PREVIEW_CHARS]
-                + f"\n[… {len(result.output)} characters in all, stored as {ref}]"
-            )
-        await ledger.write_audit(conn, tool_audit(inp, result))
-    return result
+        return ToolCallResult(ok=False, output=f"Error ({err.kind}): {err}", error_kind=err.kind)
+
+
+async def bound_and_audit(
+    conn: AsyncConnection[Any], inp: ToolCallInput, result: ToolCallResult
+) -> ToolCallResult:
+    """Write the call's audit row; an output too large for history is stored and previewed."""
+    bounded = result
+    if len(result.output) > transcript.TOOL_OUTPUT_PREVIEW_CHARS:
+        # Named by content: the same output twice is the same reference, so a repeated
+        # call with a repeated result still reads as no progress.
+        digest = hashlib.sha256(f"{inp.task_id}\n{result.output}".encode()).hexdigest()
+        ref = f"out-{digest[:24]}"
+        await transcript.store_tool_output(conn, ref, inp.task_id, result.output)
+        bounded = replace(
+            result,
+            output=result.output[: transcript.TOOL_OUTPUT_PREVIEW_CHARS]
+            + f"\n[… {len(result.output)} characters in all, stored as {ref}]",
+            output_ref=ref,
+        )
+    await ledger.write_audit(conn, tool_audit(inp, bounded))
+    return bounded
 
 
 def tool_audit(inp: ToolCallInput, result: ToolCallResult) -> AuditEvent:

@@ -71,6 +71,7 @@ spec:
 """
 ISSUE_ARGS = json.dumps({"repo": "acme/platform", "title": "Flaky deploy step"})
 SEARCH_ARGS = json.dumps({"query": "deploy runbook"})
+ROLLBACK_ARGS = json.dumps({"query": "rollback decision"})
 
 Handle = WorkflowHandle[AgentTaskWorkflow, TaskResult]
 Drive = Callable[[WorkflowEnvironment, Handle], Awaitable[None]]
@@ -131,6 +132,12 @@ SCENARIOS = (
     Scenario("tool_call", HELPER_YAML, "what did we decide about deploys?",
              lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
                              say("We deploy on Tuesdays.", (210, 15), 0.0004)]),
+             _nothing, TaskStatus.SUCCESS),
+    # Read-only local tools run inside the next model call (patch "fold-local-tools").
+    Scenario("folded_tools", HELPER_YAML, "what did we decide about deploys and rollbacks?",
+             lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
+                             use("memory.search", ROLLBACK_ARGS, "c2", (180, 20), 0.0003),
+                             say("Deploys on Tuesdays; roll back with the runbook.", (230, 15), 0.0004)]),
              _nothing, TaskStatus.SUCCESS),
     Scenario("approval_approved", ISSUES_YAML, "open an issue for the flaky deploy step",
              lambda: Script([use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from temporalio import activity
@@ -80,9 +80,15 @@ class Script:
             else:
                 assert script.default is not None, "the script ran out of answers"
                 answer = script.default(inp)
-            answer.transcript_upto = inp.transcript_upto + len(inp.new_messages) + 1
-            answer.max_tokens_used = inp.max_tokens
-            return answer
+            # Folded tool calls run first, as in the real model activity.
+            folded = inp.run_first.inputs(inp.task_id) if inp.run_first else []
+            results = [await run_tool(call) for call in folded]
+            return replace(
+                answer,
+                transcript_upto=inp.transcript_upto + len(folded) + len(inp.new_messages) + 1,
+                max_tokens_used=inp.max_tokens,
+                tool_results=results,
+            )
 
         @activity.defn(name=ActivityName.RUN_TOOL)
         async def run_tool(inp: ToolCallInput) -> ToolCallResult:

@@ -64,6 +64,19 @@ def test_model_steps_carry_tokens_and_cost_and_local_tool_runs_are_named() -> No
     assert only(told.entries, "tool", "memory.search: ok").step == 1
 
 
+def test_tools_that_ran_inside_a_model_call_show_at_their_own_steps() -> None:
+    told = story("folded_tools")
+    steps = [(e.kind, e.step, e.what.split(":")[0]) for e in told.entries if e.kind in ("model", "tool")]
+    assert steps == [
+        ("model", 1, "scripted/model"),
+        ("tool", 1, "memory.search"),
+        ("model", 2, "scripted/model"),
+        ("tool", 2, "memory.search"),
+        ("model", 3, "scripted/model"),
+    ]
+    assert all(": ok: done memory.search" in e.what for e in told.entries if e.kind == "tool")
+
+
 def test_a_budget_stop_and_a_follow_up_read_as_what_happened() -> None:
     budget = story("budget_exhausted")
     assert budget.result is not None and budget.result.status == TaskStatus.BUDGET_EXHAUSTED
