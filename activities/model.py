@@ -18,6 +18,7 @@ import contextlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from opentelemetry import trace
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
@@ -34,7 +35,7 @@ from activities.budget_client import (
 )
 from activities.providers import ProviderCall, call_provider, price_per_token
 from activities.runtime import runtime
-from activities.tools.runner import bound_and_audit, execute_tool
+from activities.tools.runner import bound_and_audit, execute_tool, record_tool_span_attributes
 from workflows.budget import MIN_USEFUL_MAX_TOKENS
 from workflows.budget_types import ReserveResult
 from workflows.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
@@ -78,7 +79,7 @@ class PreparedCall:
     """The transcript side of a model call, before the model is asked."""
 
     answer_seq: int  # where the answer goes
-    stored: list[dict[str, Any]]  # the transcript up to the answer
+    stored: list[dict[str, Any]]  # the transcript rows the prompt is built from
     messages: list[dict[str, Any]]  # the prompt built from it with the task's view
     cached: ModelCallResult | None  # a previous attempt's answer to this very call
     tool_results: list[ToolCallResult] = field(default_factory=list)  # of inp.run_first
@@ -106,7 +107,8 @@ async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> Prepar
         tool_rows, tool_results = await _run_folded(conn, folded)
         new_rows = await transcript.resolve_refs(conn, new_rows)
         await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, tool_rows + new_rows)
-        stored = await transcript.load(conn, inp.task_id, answer_seq - 1)
+        # Only what the prompt keeps: the read stays small as the task grows.
+        stored = await transcript.load_for_prompt(conn, inp.task_id, answer_seq - 1, inp.view)
     return PreparedCall(
         answer_seq, stored, build_prompt(stored, inp.view), None, tool_results, appended_upto
     )
@@ -120,8 +122,11 @@ async def _run_folded(
     rt = runtime()
     rows, results = [], []
     for call in calls:
-        full = await execute_tool(call, rt)
-        bounded = await bound_and_audit(conn, call, full)
+        # A span of its own under the model call's, as the tool activity would have.
+        with trace.get_tracer(__name__).start_as_current_span(f"RunTool:{call.tool}") as span:
+            full = await execute_tool(call, rt)
+            bounded = await bound_and_audit(conn, call, full)
+            record_tool_span_attributes(span, call, bounded)
         message = ChatMessage(
             "tool", full.output, tool_call_id=call.call_id, name=model_tool_name(call.tool)
         )

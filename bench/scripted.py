@@ -87,7 +87,9 @@ class Plan:
 
 
 def scripted_answer(plan: Plan, stored: list[dict[str, Any]], purpose: str) -> tuple[str, list[ToolCall]]:
-    """The answer to the next call: a tool call until the plan's last step, then a reply."""
+    """The answer to the next call: a tool call until the plan's last step, then a reply.
+    `stored` is what the prompt is built from; the benches' tasks never grow a prompt to the
+    summary threshold, so every assistant message of the task is in it."""
     step = 1 + sum(1 for m in stored if m["role"] == "assistant")
     if purpose == "summary":
         calls = [c["name"] for m in stored if m["role"] == "assistant" for c in m.get("tool_calls") or []]

@@ -8,6 +8,7 @@ pgvector from `pgserver`; nothing is downloaded. Data lives under the state dir,
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import signal
 import socket
@@ -40,7 +41,21 @@ def find_binary(name: str) -> str:
     return found
 
 
+# Below Linux's ephemeral range (32768-60999), so an outgoing connection cannot take the port
+# between the choice and the server's bind (a port from bind(0) can be taken that way).
+LISTEN_PORTS = range(20000, 32768)
+
+
 def free_port() -> int:
+    """A port nothing listens on now, chosen at random outside the ephemeral range."""
+    for _ in range(200):
+        port = random.choice(LISTEN_PORTS)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

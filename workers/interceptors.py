@@ -31,7 +31,8 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from workers.telemetry import record_model_span_attributes, record_tool_span_attributes
+from activities.tools.runner import record_tool_span_attributes
+from workers.telemetry import record_model_span_attributes
 from workflows import activity_options
 from workflows.types import (
     WORKFLOW_NAME,
@@ -88,12 +89,20 @@ class _ActivityInbound(ActivityInboundInterceptor):
             meter.create_histogram_float(MODEL_COST_USD, "Cost of model calls", "USD").record(
                 result.usage.cost_usd, labels
             )
+            # Tool calls folded into the model call ran in it.
+            folded = arg.run_first.calls if arg.run_first else []
+            for call, outcome in zip(folded, result.tool_results, strict=False):
+                _count_tool_call(call.tool, outcome)
         elif isinstance(result, ToolCallResult) and isinstance(arg, ToolCallInput):
             record_tool_span_attributes(trace.get_current_span(), arg, result)
-            activity.metric_meter().create_counter(TOOL_CALLS, "Tool calls run").add(
-                1, {"tool": arg.tool, "outcome": "ok" if result.ok else (result.error_kind or "failed")}
-            )
+            _count_tool_call(arg.tool, result)
         return result
+
+
+def _count_tool_call(tool: str, result: ToolCallResult) -> None:
+    activity.metric_meter().create_counter(TOOL_CALLS, "Tool calls run").add(
+        1, {"tool": tool, "outcome": "ok" if result.ok else (result.error_kind or "failed")}
+    )
 
 
 class _WorkflowInbound(WorkflowInboundInterceptor):

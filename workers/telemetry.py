@@ -36,7 +36,7 @@ from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, T
 from temporalio.worker import Interceptor
 
 from config.settings import Settings
-from workflows.types import ModelCallInput, ModelCallResult, ToolCallInput, ToolCallResult
+from workflows.types import ModelCallInput, ModelCallResult
 
 log = logging.getLogger(__name__)
 
@@ -185,21 +185,6 @@ def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: 
             "openloop.purpose": inp.purpose,
             "openloop.tool_calls": len(result.tool_calls),
             "openloop.offline": result.offline,
-        }
-    )
-
-
-def record_tool_span_attributes(span: trace.Span, inp: ToolCallInput, result: ToolCallResult) -> None:
-    if not span.is_recording():
-        return
-    span.set_attributes(
-        {
-            "openloop.task_id": inp.task_id,
-            "openloop.step": inp.step,
-            "openloop.tool": inp.tool,
-            "openloop.tool.ok": result.ok,
-            "openloop.tool.error_kind": result.error_kind or "",
-            "openloop.tool.approved_by": inp.approval.approver if inp.approval else "",
         }
     )
 

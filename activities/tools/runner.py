@@ -10,6 +10,7 @@ import hashlib
 from dataclasses import replace
 from typing import Any
 
+from opentelemetry import trace
 from psycopg import AsyncConnection
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -63,6 +64,21 @@ async def bound_and_audit(
         )
     await ledger.write_audit(conn, tool_audit(inp, bounded))
     return bounded
+
+
+def record_tool_span_attributes(span: trace.Span, inp: ToolCallInput, result: ToolCallResult) -> None:
+    if not span.is_recording():
+        return
+    span.set_attributes(
+        {
+            "openloop.task_id": inp.task_id,
+            "openloop.step": inp.step,
+            "openloop.tool": inp.tool,
+            "openloop.tool.ok": result.ok,
+            "openloop.tool.error_kind": result.error_kind or "",
+            "openloop.tool.approved_by": inp.approval.approver if inp.approval else "",
+        }
+    )
 
 
 def tool_audit(inp: ToolCallInput, result: ToolCallResult) -> AuditEvent:

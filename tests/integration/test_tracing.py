@@ -17,17 +17,25 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from config.loader import parse_agent
-from tests.workflow.record_histories import HELPER_YAML, SEARCH_ARGS
+from tests.workflow.record_histories import HELPER_YAML
 from tests.workflow.scripted import Script, say, use
 from workers.sandbox import workflow_runner
 from workers.telemetry import build_tracer_provider, tracing_interceptors, worker_interceptors
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import SurfaceContext, TaskInput, TaskResult, TaskStatus
 
+# memory.save runs as its own (local) activity; a read-only search would run inside the
+# next model call instead.
+SAVE_ARGS = json.dumps({"content": "we deploy on Tuesdays"})
+AGENT_YAML = HELPER_YAML.replace(
+    '{name: memory.search, permissions: ["memory:read"]}',
+    '{name: memory.save, permissions: ["memory:write"]}',
+)
+
 
 def _script() -> Script:
     return Script([
-        use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
+        use("memory.save", SAVE_ARGS, "c1", (150, 20), 0.0003),
         say("Tuesdays.", (210, 15), 0.0004),
     ])
 
@@ -35,7 +43,7 @@ def _script() -> Script:
 def _input() -> TaskInput:
     return TaskInput(
         task_id=f"task-cli-trace-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(HELPER_YAML),
+        agent=parse_agent(AGENT_YAML),
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="what did we decide about deploys?",
@@ -124,7 +132,7 @@ async def test_one_trace_per_task_from_the_start_call_down_to_each_activity(
     total = sum(float(str((s.attributes or {})["openloop.cost_usd"])) for s in model_runs)
     assert total == pytest.approx(0.0007)
     [tool] = _named(spans, "RunActivity:openloop.tool.run")
-    assert (tool.attributes or {})["openloop.tool"] == "memory.search"
+    assert (tool.attributes or {})["openloop.tool"] == "memory.save"
     assert (tool.attributes or {})["openloop.tool.ok"] is True
 
 

@@ -59,7 +59,8 @@ async def stored_task(pool: AsyncConnectionPool, messages: list[dict[str, Any]])
 def compacted_seqs(full: list[dict[str, Any]], view: TranscriptView) -> set[int]:
     """The seqs of the tool results `build_prompt` turns into placeholders."""
     marked = [{**row, "content": str(row["seq"])} if row["role"] == "tool" else row for row in full]
-    found = (re.search(r"compacted: (\\d+)…\\]$", m["content"]) for m in build_prompt(marked, view))
+    tools = [m["content"] for m in build_prompt(marked, view) if m["role"] == "tool"]
+    found = (re.search(r"compacted: (\d+)…\]$", content) for content in tools)
     return {int(match.group(1)) for match in found if match}
 
 
