@@ -106,9 +106,10 @@ async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> Prepar
         # Tool results answer the previous model message, so they come before anything new.
         tool_rows, tool_results = await _run_folded(conn, folded)
         new_rows = await transcript.resolve_refs(conn, new_rows)
-        await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, tool_rows + new_rows)
-        # Only what the prompt keeps: the read stays small as the task grows.
-        stored = await transcript.load_for_prompt(conn, inp.task_id, answer_seq - 1, inp.view)
+        async with conn.pipeline():  # the appends and the read in one round trip
+            await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, tool_rows + new_rows)
+            # Only what the prompt keeps: the read stays small as the task grows.
+            stored = await transcript.load_for_prompt(conn, inp.task_id, answer_seq - 1, inp.view)
     return PreparedCall(
         answer_seq, stored, build_prompt(stored, inp.view), None, tool_results, appended_upto
     )
@@ -162,7 +163,8 @@ async def record_answer(
         "_offline": result.offline,
         "_max_tokens": result.max_tokens_used,
     }
-    async with pool.connection() as conn, conn.transaction():
+    # Pipelined: BEGIN and both writes travel together, then COMMIT.
+    async with pool.connection() as conn, conn.pipeline(), conn.transaction():
         await transcript.append(conn, inp.task_id, answer_seq, [answer])
         await ledger.write_usage(
             conn,

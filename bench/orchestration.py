@@ -289,17 +289,28 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
         }
         for q in ("p50", "p95")
     }
+    # What Temporal adds to a step (the step less the in-process loop's), per remote floor.
+    durable_ratios = {
+        "agent_local_tool": round(
+            (step_ms["agent_local_tool"]["p50"] - step_ms["in_process_local_tool"]["p50"]) / floor["p50"], 2
+        ),
+        "agent_remote_tool": round(
+            (step_ms["agent_remote_tool"]["p50"] - step_ms["in_process_remote_tool"]["p50"])
+            / (2 * floor["p50"]),
+            2,
+        ),
+    }
     tool_ms = {
         tool: stats([t for key in keys[f"in_process_{tool}"] for t in IN_PROCESS_TOOL_MS[key]])
         for tool in ("local_tool", "remote_tool")
     }
+    # The local tool runs inside the model activity (folded), so the body includes it.
     parts = {
         "floor_remote_step": floor["p50"],
-        "model_activity_body": body_ms["agent_local_tool"]["p50"],
-        "tool_itself": tool_ms["local_tool"]["p50"],
-        "local_activity_hop (floor_local step)": step_ms["floor_local"]["p50"],
+        "model_activity_body (with the folded tool)": body_ms["agent_local_tool"]["p50"],
     }
     parts["rest (bigger payloads, workflow code)"] = step_ms["agent_local_tool"]["p50"] - sum(parts.values())
+    parts["of the body: the tool itself"] = tool_ms["local_tool"]["p50"]
     temporal_ms = {
         tool: round(step_ms[f"agent_{tool}"]["p50"] - step_ms[f"in_process_{tool}"]["p50"], 2)
         for tool in ("local_tool", "remote_tool")
@@ -308,9 +319,13 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
     for variant, variant_keys in slow.items():
         steps, _ = _collect(variant_keys)
         s = stats(steps)
+        # Everything but the model's time, and what durability adds: that less the time the
+        # same step takes in the in-process loop (its real work: database, tool).
+        work = step_ms[variant.replace("agent_", "in_process_")]["p50"]
         slow_report[variant] = {
             **s,
             "overhead_share_p50": round((s["p50"] - sizes.slow_model_ms) / s["p50"], 4),
+            "durable_overhead_share_p50": round((s["p50"] - sizes.slow_model_ms - work) / s["p50"], 4),
         }
     targets = {
         "local_tool_step_p50_within_1.3x_floor": ratios["p50"]["agent_local_tool / floor_remote"]
@@ -319,7 +334,7 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
             ratios["p50"]["agent_remote_tool / (2 x floor_remote)"] <= TARGET_RATIO
         ),
         "overhead_share_at_1s_under_5pct": all(
-            slow_report[v]["overhead_share_p50"] < TARGET_SLOW_SHARE for v in slow
+            slow_report[v]["durable_overhead_share_p50"] < TARGET_SLOW_SHARE for v in slow
         ),
     }
     return {
@@ -333,5 +348,6 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
         "ratios": ratios,
         "temporal_overhead_ms_p50": temporal_ms,
         "slow_model": slow_report,
+        "durable_part_ratios_p50": durable_ratios,
         "targets": targets,
     }
