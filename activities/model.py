@@ -103,9 +103,12 @@ async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> Prepar
             result = _result_from_stored(cached, answer_seq)
             result.tool_results = await _stored_tool_results(conn, inp, len(folded))
             return PreparedCall(answer_seq, [], [], result)
-        # Tool results answer the previous model message, so they come before anything new.
-        tool_rows, tool_results = await _run_folded(conn, folded)
+    # No connection is held while the tools run: they take their own from the same pool, and
+    # holding one here would let concurrent calls exhaust it waiting on each other.
+    tool_rows, tool_results = await _run_folded(pool, folded)
+    async with pool.connection() as conn:
         new_rows = await transcript.resolve_refs(conn, new_rows)
+        # Tool results answer the previous model message, so they come before anything new.
         async with conn.pipeline():  # the appends and the read in one round trip
             await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, tool_rows + new_rows)
             # Only what the prompt keeps: the read stays small as the task grows.
@@ -116,7 +119,7 @@ async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> Prepar
 
 
 async def _run_folded(
-    conn: AsyncConnection[Any], calls: list[ToolCallInput]
+    pool: AsyncConnectionPool, calls: list[ToolCallInput]
 ) -> tuple[list[dict[str, Any]], list[ToolCallResult]]:
     """Run read-only tool calls as the tool activity would; their transcript rows keep the
     whole output for the model and the bounded result for a retry that finds the answer."""
@@ -126,7 +129,8 @@ async def _run_folded(
         # A span of its own under the model call's, as the tool activity would have.
         with trace.get_tracer(__name__).start_as_current_span(f"RunTool:{call.tool}") as span:
             full = await execute_tool(call, rt)
-            bounded = await bound_and_audit(conn, call, full)
+            async with pool.connection() as conn:
+                bounded = await bound_and_audit(conn, call, full)
             record_tool_span_attributes(span, call, bounded)
         message = ChatMessage(
             "tool", full.output, tool_call_id=call.call_id, name=model_tool_name(call.tool)

@@ -5,6 +5,7 @@ audited once, and a retried attempt that finds the stored answer returns the sam
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 
@@ -94,3 +95,20 @@ async def test_folded_searches_run_first_and_reach_the_model_whole(api: FakeMode
     again = await ActivityEnvironment().run(call_model, follow)
     assert again == result and len(api.requests) == 2
     assert len(await rows("SELECT 1 FROM audit_log WHERE task_id = %s", task_id)) == 1
+
+
+async def test_more_concurrent_calls_than_pool_connections_all_finish(db_settings: Settings) -> None:
+    # Each folded search takes its own connection: a call must not hold one while it waits.
+    scope = await scope_with(["We deploy on Tuesdays."])
+    pool = await runtime().pool()
+    calls = (pool.max_size or 10) + 4
+
+    async def one(n: int) -> int:
+        folded = FoldedTools([FoldedToolCall(1, f"call_{n}", "memory.search", {"query": "deploy"})],
+                             CONTEXT, scope)
+        inp = call_input(models=["offline/demo"], transcript_upto=0, run_first=folded)
+        result = await ActivityEnvironment().run(call_model, inp)
+        return len(result.tool_results)
+
+    done = await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(calls))), timeout=25)
+    assert done == [1] * calls
