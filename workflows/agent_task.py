@@ -3,6 +3,8 @@
 The loop: check ceilings -> model activity -> for each tool call: validate, check
 permissions, ask for approval if the config says so (a signal, waited on for days if need
 be), run the tool activity -> repeat until the model answers without tools -> reply.
+A step whose calls are all read-only local tools needing no approval runs them inside the
+next model call instead: one round trip per step.
 
 Deterministic: no I/O, no clocks but workflow.now(). The transcript lives in Postgres and
 only references and small results ride in history, so history grows linearly with steps.

@@ -19,7 +19,8 @@ class ToolDefinition:
     permission: str  # the scope an agent's spec.tools[].permissions must grant
     writes: bool  # side-effecting: runs with an idempotency key
     # Fast calls to our own database run as local activities: no extra round trip through
-    # the server. Calls to outside services (which can be slow or rate limited) stay remote.
+    # the server; a local one that only reads runs inside the next model call when it needs
+    # no approval. Calls to outside services (which can be slow or rate limited) stay remote.
     local: bool = False
 
     def openai_schema(self) -> dict[str, Any]:

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.memory import remember
 from activities.model import call_model
-from activities.providers import API_BASE_ENV
 from activities.runtime import runtime
 from activities.transcript import TOOL_OUTPUT_PREVIEW_CHARS
 from config.agent import OFFLINE_EMBEDDING
@@ -30,15 +27,6 @@ from workflows.types import (
 )
 
 CONTEXT = SurfaceContext(surface="slack", channel="C0DEPLOY", user="U_BOB")
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch, db_settings: Settings) -> Iterator[FakeModelAPI]:
-    server = FakeModelAPI().start()
-    monkeypatch.setenv(API_BASE_ENV, server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    yield server
-    server.stop()
 
 
 async def scope_with(decisions: list[str]) -> MemoryScopeRef:

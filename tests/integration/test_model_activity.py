@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -21,9 +20,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.model import call_model
-from activities.providers import API_BASE_ENV
 from activities.runtime import runtime
-from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from workflows.tool_catalog import NATIVE_TOOLS
 from workflows.types import ChatMessage, ModelCallInput, ModelCallResult, ToolCall, TranscriptView
@@ -32,15 +29,6 @@ MODEL = "openai/gpt-4o-mini"
 KEY = "sk-test"
 SYSTEM = "You are the agent 'helper'. Answer briefly."
 REQUEST = "What is the status of the deploy?"
-
-
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch, db_settings: Settings) -> Iterator[FakeModelAPI]:
-    server = FakeModelAPI().start()
-    monkeypatch.setenv(API_BASE_ENV, server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    yield server
-    server.stop()
 
 
 def call_input(**overrides: Any) -> ModelCallInput:

@@ -18,14 +18,14 @@ DEPLOYS = json.dumps({"query": "deploys"})
 ROLLBACKS = json.dumps({"query": "rollbacks"})
 
 
+def two_searches_then(answer: str) -> Script:
+    return Script([use("memory.search", DEPLOYS, "c1"), use("memory.search", ROLLBACKS, "c2"), say(answer)])
+
+
 async def test_a_search_runs_inside_the_next_model_call_and_is_recorded_as_its_step(
     ts_env: WorkflowEnvironment, task_queue: str
 ) -> None:
-    script = Script([
-        use("memory.search", DEPLOYS, "c1"),
-        use("memory.search", ROLLBACKS, "c2"),
-        say("Tuesdays; roll back with the runbook."),
-    ])
+    script = two_searches_then("Tuesdays; roll back with the runbook.")
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml()), task_queue)
         result = await handle.result()
@@ -98,11 +98,7 @@ async def test_writes_and_steps_with_a_remote_tool_run_as_their_own_activities(
 async def test_a_search_queued_at_continue_as_new_runs_in_the_next_run(
     ts_env: WorkflowEnvironment, task_queue: str
 ) -> None:
-    script = Script([
-        use("memory.search", DEPLOYS, "c1"),
-        use("memory.search", ROLLBACKS, "c2"),
-        say("Done."),
-    ])
+    script = two_searches_then("Done.")
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(), max_steps_per_run=1), task_queue)
         result = await handle.result()

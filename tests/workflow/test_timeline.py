@@ -60,7 +60,8 @@ def test_model_steps_carry_tokens_and_cost_and_local_tool_runs_are_named() -> No
     assert [e.step for e in models] == [1, 2]
     assert models[0].what == "scripted/model: 1 tool call(s): memory.search; 150+20 tokens"
     assert [e.cost_usd for e in models] == pytest.approx([0.0003, 0.0004])
-    # memory.search runs as a local activity: its marker has no input, the tool still shows.
+    # Recorded before folding, memory.search ran as a local activity: its marker has no
+    # input, the tool still shows.
     assert only(told.entries, "tool", "memory.search: ok").step == 1
 
 
