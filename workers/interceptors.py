@@ -149,7 +149,10 @@ def activity_summary(name: str, args: Any) -> str | None:
     if isinstance(arg, ModelCallInput):
         model = arg.models[0] if arg.models else "the model"
         what = {"summary": "summarise the conversation with", "final": "write the final answer with"}
-        return f"step {arg.step}: {what.get(arg.purpose, 'ask')} {model}"
+        # Tool calls folded into this call run first; say so, as their own activity would.
+        tools = ", ".join(call.tool for call in arg.run_first.calls) if arg.run_first else ""
+        first = f"run {tools}, then " if tools else ""
+        return f"step {arg.step}: {first}{what.get(arg.purpose, 'ask')} {model}"
     if isinstance(arg, ToolCallInput):
         approved = f", approved by {arg.approval.approver}" if arg.approval else ""
         return f"step {arg.step}: run {arg.tool}{approved}"

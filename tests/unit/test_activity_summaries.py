@@ -1,0 +1,62 @@
+"""The one-line summaries the Web UI shows for each activity in a task's history."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workers.interceptors import activity_summary
+from workflows.types import (
+    ActivityName,
+    ApprovalRecord,
+    FoldedToolCall,
+    FoldedTools,
+    MemoryScopeRef,
+    ModelCallInput,
+    SurfaceContext,
+    ToolCallInput,
+)
+
+CONTEXT = SurfaceContext(surface="slack", channel="C0DEPLOY", user="U_BOB")
+SCOPE = MemoryScopeRef("acme", "helper", "channel", "slack:C0DEPLOY", "offline/hashing-256", 30)
+
+
+def call_input(step: int, **overrides: Any) -> ModelCallInput:
+    values: dict[str, Any] = {
+        "task_id": "task-1", "step": step, "agent_name": "helper", "workspace": "acme",
+        "channel": "C0DEPLOY", "surface": "slack", "models": ["openai/gpt-4o-mini"],
+        "transcript_upto": 0, "new_messages": [], "tool_names": [], "max_tokens": 512,
+        "usd_headroom": 1.0, "token_headroom": 100_000,
+    }
+    return ModelCallInput(**(values | overrides))
+
+
+def test_a_model_call_names_its_step_its_model_and_the_tools_run_inside_it() -> None:
+    plain = call_input(3, models=["openai/gpt-4o-mini", "anthropic/claude"])
+    assert activity_summary(ActivityName.CALL_MODEL, [plain]) == "step 3: ask openai/gpt-4o-mini"
+    folded = call_input(
+        4,
+        run_first=FoldedTools(
+            [FoldedToolCall(3, "c1", "memory.search", {"query": "deploys"}),
+             FoldedToolCall(3, "c2", "memory.search", {"query": "rollbacks"})],
+            CONTEXT,
+            SCOPE,
+        ),
+    )
+    assert activity_summary(ActivityName.CALL_MODEL, [folded]) == (
+        "step 4: run memory.search, memory.search, then ask openai/gpt-4o-mini"
+    )
+    summary = call_input(5, purpose="summary")
+    assert activity_summary(ActivityName.CALL_MODEL, [summary]) == (
+        "step 5: summarise the conversation with openai/gpt-4o-mini"
+    )
+
+
+def test_a_tool_call_names_its_approver() -> None:
+    approved = ToolCallInput.for_call(
+        "task-1", 2, "c1", "github.create_issue", {"repo": "acme/web", "title": "Flaky"},
+        CONTEXT, SCOPE, ApprovalRecord("req-1", "act-1", "U_ALICE", "2026-11-22T10:00:00+00:00"),
+    )
+    assert activity_summary(ActivityName.RUN_TOOL, [approved]) == (
+        "step 2: run github.create_issue, approved by U_ALICE"
+    )
+    assert approved.idempotency_key == "task-1:2:c1" and approved.requested_by == "U_BOB"
