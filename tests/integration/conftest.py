@@ -11,11 +11,16 @@ from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
 
 
-@pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch, db_settings: Settings) -> Iterator[FakeModelAPI]:
-    """A local OpenAI-compatible server that LiteLLM's requests go to, with a test key."""
-    server = FakeModelAPI().start()
+def serving(server: FakeModelAPI, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
+    """Start `server` and send LiteLLM's requests to it, with a test key, until the test ends."""
+    server.start()
     monkeypatch.setenv(API_BASE_ENV, server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     yield server
     server.stop()
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch, db_settings: Settings) -> Iterator[FakeModelAPI]:
+    """A local OpenAI-compatible server that LiteLLM's requests go to."""
+    yield from serving(FakeModelAPI(), monkeypatch)

@@ -15,11 +15,12 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.model import call_model
-from activities.providers import API_BASE_ENV, price_per_token
+from activities.providers import price_per_token
 from activities.runtime import runtime
 from config.loader import parse_agent
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, Recorded, Scripted
+from tests.integration.conftest import serving
 from tests.workflow.scripted import Script
 from workers.sandbox import workflow_runner
 from workflows.agent_budget import AgentBudgetWorkflow
@@ -51,11 +52,7 @@ class FullLengthAPI(FakeModelAPI):
 
 @pytest.fixture
 def api(monkeypatch: pytest.MonkeyPatch, db_settings: Settings) -> Iterator[FakeModelAPI]:
-    server = FullLengthAPI().start()
-    monkeypatch.setenv(API_BASE_ENV, server.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    yield server
-    server.stop()
+    yield from serving(FullLengthAPI(), monkeypatch)
 
 
 @dataclass
