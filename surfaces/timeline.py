@@ -123,11 +123,8 @@ class _Reader:
         elif kind == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             attrs = event.activity_task_completed_event_attributes
             started = self.scheduled.get(attrs.scheduled_event_id)
-            entry = _completed(started, attrs.result, at) if started is not None else None
-            if started is not None and entry is not None:
-                story.entries.extend(self._folded(started, attrs.result, at))
-                self._note_calls(started, attrs.result, entry)
-                story.entries.append(entry)
+            if started is not None:
+                story.entries.extend(self._completed(started, attrs.result, at))
         elif kind in (E.EVENT_TYPE_ACTIVITY_TASK_FAILED, E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
             story.entries.append(_activity_failed(event, self.scheduled, at))
         elif kind == E.EVENT_TYPE_MARKER_RECORDED:
@@ -152,30 +149,28 @@ class _Reader:
             message = _failure_message(event)
             story.entries.append(Entry(at, "stop", story.closed + (f": {message}" if message else "")))
 
-    def _note_calls(self, scheduled: HistoryEvent, result: Payloads, entry: Entry) -> None:
-        name = scheduled.activity_task_scheduled_event_attributes.activity_type.name
-        if name == ActivityName.CALL_MODEL:
-            answer = _decode(result, ModelCallResult)
-            calls = answer.tool_calls if answer else []
-            self.calls = [_Call(c.id, c.name.replace("__", "."), entry.step) for c in calls]
-        elif name == ActivityName.RUN_TOOL:
-            ran = _decode(scheduled.activity_task_scheduled_event_attributes.input, ToolCallInput)
-            self.calls = [c for c in self.calls if ran is None or c.call_id != ran.call_id]
-
-    def _folded(self, scheduled: HistoryEvent, result: Payloads, at: datetime) -> list[Entry]:
-        """Tool calls that ran inside a model call, before it asked the model."""
+    def _completed(self, scheduled: HistoryEvent, result: Payloads, at: datetime) -> list[Entry]:
+        """The entries of a finished activity; remembers the tool calls a model answer asked for."""
         attrs = scheduled.activity_task_scheduled_event_attributes
         if attrs.activity_type.name != ActivityName.CALL_MODEL:
-            return []
+            entry = _completed(scheduled, result, at)
+            if entry is not None and attrs.activity_type.name == ActivityName.RUN_TOOL:
+                ran = _decode(attrs.input, ToolCallInput)
+                self.calls = [c for c in self.calls if ran is None or c.call_id != ran.call_id]
+            return [entry] if entry is not None else []
         inp, out = _decode(attrs.input, ModelCallInput), _decode(result, ModelCallResult)
-        if inp is None or out is None or inp.run_first is None:
+        if out is None:
             return []
-        ran = {call.call_id for call in inp.run_first.calls}
-        self.calls = [c for c in self.calls if c.call_id not in ran]
-        return [
+        # Tool calls folded into this call ran in it, before the model was asked.
+        folded = inp.run_first.calls if inp is not None and inp.run_first else []
+        entries = [
             _tool_entry(at, call.tool, outcome, call.step)
-            for call, outcome in zip(inp.run_first.calls, out.tool_results, strict=False)
+            for call, outcome in zip(folded, out.tool_results, strict=False)
         ]
+        step = inp.step if inp else None
+        entries.append(_model_entry(at, out, step))
+        self.calls = [_Call(c.id, c.name.replace("__", "."), step) for c in out.tool_calls]
+        return entries
 
     def _local(self, event: HistoryEvent, at: datetime) -> Entry | None:
         """A local activity's marker: its result is recorded, its input is not."""
@@ -223,20 +218,19 @@ def _failure_message(event: HistoryEvent) -> str:
     return ""
 
 
+def _model_entry(at: datetime, out: ModelCallResult, step: int | None) -> Entry:
+    usage = out.usage
+    did = f"{len(out.tool_calls)} tool call(s)" if out.tool_calls else f"answered ({out.finish_reason})"
+    if out.tool_calls:
+        did += ": " + ", ".join(call.name.replace("__", ".") for call in out.tool_calls)
+    what = f"{usage.model}: {did}; {usage.prompt_tokens}+{usage.completion_tokens} tokens"
+    return Entry(at, "model", what, step=step, cost_usd=usage.cost_usd)
+
+
 def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry | None:
+    """The entry of a finished activity other than a model call."""
     attrs = scheduled.activity_task_scheduled_event_attributes
     name = attrs.activity_type.name
-    if name == ActivityName.CALL_MODEL:
-        inp = _decode(attrs.input, ModelCallInput)
-        out = _decode(result, ModelCallResult)
-        if out is None:
-            return None
-        usage = out.usage
-        did = f"{len(out.tool_calls)} tool call(s)" if out.tool_calls else f"answered ({out.finish_reason})"
-        if out.tool_calls:
-            did += ": " + ", ".join(call.name.replace("__", ".") for call in out.tool_calls)
-        what = f"{usage.model}: {did}; {usage.prompt_tokens}+{usage.completion_tokens} tokens"
-        return Entry(at, "model", what, step=inp.step if inp else None, cost_usd=usage.cost_usd)
     if name == ActivityName.RUN_TOOL:
         tool_in = _decode(attrs.input, ToolCallInput)
         tool_out = _decode(result, ToolCallResult)
