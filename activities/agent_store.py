@@ -102,8 +102,7 @@ async def apply_agent(
         if surface_claims(config):
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext('agent-bindings'))")
             cursor = await conn.execute(
-                "SELECT DISTINCT ON (workspace, name) * FROM agents"
-                " ORDER BY workspace, name, version DESC"
+                "SELECT DISTINCT ON (workspace, name) * FROM agents ORDER BY workspace, name, version DESC"
             )
             others = [_row_to_agent(row).config for row in await cursor.fetchall()]
             problems = binding_conflicts(config, others)
@@ -157,8 +156,7 @@ async def list_agents(pool: AsyncConnectionPool) -> list[StoredAgent]:
     """The latest version of every agent."""
     async with pool.connection() as conn:
         cursor = await conn.execute(
-            "SELECT DISTINCT ON (workspace, name) * FROM agents"
-            " ORDER BY workspace, name, version DESC"
+            "SELECT DISTINCT ON (workspace, name) * FROM agents ORDER BY workspace, name, version DESC"
         )
         return [_row_to_agent(row) for row in await cursor.fetchall()]
 
@@ -208,6 +206,7 @@ def _on_channel(channel: str) -> Callable[[StoredAgent], bool]:
     def bound(agent: StoredAgent) -> bool:
         slack = agent.config.spec.surfaces.slack
         return slack is not None and channel in slack.channels
+
     return bound
 
 
@@ -215,6 +214,7 @@ def _on_repo(repo: str) -> Callable[[StoredAgent], bool]:
     def bound(agent: StoredAgent) -> bool:
         github = agent.config.spec.surfaces.github
         return github is not None and repo.lower() in (r.lower() for r in github.repos)
+
     return bound
 
 

@@ -65,9 +65,19 @@ async def write_usage(conn: AsyncConnection[Any], row: UsageRow) -> bool:
         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s, now()))"
         " ON CONFLICT (task_id, key) DO NOTHING RETURNING id",
         (
-            row.task_id, row.key or f"model:{row.step}", row.step, row.workspace, row.agent,
-            row.channel, row.surface, row.task_kind, row.model, row.prompt_tokens,
-            row.completion_tokens, row.cost_usd, row.created_at,
+            row.task_id,
+            row.key or f"model:{row.step}",
+            row.step,
+            row.workspace,
+            row.agent,
+            row.channel,
+            row.surface,
+            row.task_kind,
+            row.model,
+            row.prompt_tokens,
+            row.completion_tokens,
+            row.cost_usd,
+            row.created_at,
         ),
     )
     return await cursor.fetchone() is not None
@@ -85,9 +95,7 @@ def redact(value: Any, depth: int = 0) -> Any:
     if depth >= PREVIEW_DEPTH:
         return "…"
     if isinstance(value, dict):
-        return {
-            str(k): MASK if _secret_key(str(k)) else redact(v, depth + 1) for k, v in value.items()
-        }
+        return {str(k): MASK if _secret_key(str(k)) else redact(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         items = [redact(v, depth + 1) for v in value[:PREVIEW_LIST_ITEMS]]
         if len(value) > PREVIEW_LIST_ITEMS:
@@ -117,9 +125,19 @@ async def write_audit(conn: AsyncConnection[Any], event: AuditEvent) -> bool:
         " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s)"
         " ON CONFLICT (task_id, key) DO NOTHING RETURNING id",
         (
-            event.task_id, event.key, event.step, event.workspace, event.agent, event.channel,
-            event.kind, event.actor, event.approver, event.tool,
-            arguments_digest(event.arguments), preview, event.outcome,
+            event.task_id,
+            event.key,
+            event.step,
+            event.workspace,
+            event.agent,
+            event.channel,
+            event.kind,
+            event.actor,
+            event.approver,
+            event.tool,
+            arguments_digest(event.arguments),
+            preview,
+            event.outcome,
         ),
     )
     return await cursor.fetchone() is not None
@@ -202,7 +220,9 @@ async def usage_report(
         "by_task": "task_id, agent, channel, surface",
     }
     report: dict[str, Any] = {
-        "since": since.isoformat(), "until": now.isoformat(), "month_start": start.isoformat(),
+        "since": since.isoformat(),
+        "until": now.isoformat(),
+        "month_start": start.isoformat(),
         "filters": {"agent": agent, "channel": channel},
     }
     async with pool.connection() as conn:
@@ -291,7 +311,10 @@ async def list_audit(
     clauses: list[str] = []
     params: dict[str, Any] = {"limit": max(1, min(limit, 1000))}
     for column, value in (
-        ("task_id", task_id), ("agent", agent), ("channel", channel), ("kind", kind),
+        ("task_id", task_id),
+        ("agent", agent),
+        ("channel", channel),
+        ("kind", kind),
         ("tool", tool),
     ):
         if value:

@@ -36,9 +36,18 @@ from workflows.retention import PURGE_EXPIRED_MEMORIES, PurgeInput, PurgeResult
 from workflows.types import ActivityName, AuditEvent, MemoryScopeRef, RecallInput, RecallResult
 
 __all__ = [
-    "StoredMemory", "ensure_model_index", "forget", "list_memories", "partition_of",
-    "purge_expired", "purge_expired_memories", "recall", "remember", "remember_with_usage",
-    "search", "search_with_usage",
+    "StoredMemory",
+    "ensure_model_index",
+    "forget",
+    "list_memories",
+    "partition_of",
+    "purge_expired",
+    "purge_expired_memories",
+    "recall",
+    "remember",
+    "remember_with_usage",
+    "search",
+    "search_with_usage",
 ]
 
 MAX_CONTENT_CHARS = 4000
@@ -94,7 +103,12 @@ async def remember(
 ) -> tuple[str, bool]:
     """Store `content` in `scope`; returns (memory id, created). A retry finds its first row."""
     memory_id, created, _ = await remember_with_usage(
-        conn_or_pool, scope, content, source_task_id, source_step, idempotency_key,
+        conn_or_pool,
+        scope,
+        content,
+        source_task_id,
+        source_step,
+        idempotency_key,
         created_at=created_at,
     )
     return memory_id, created
@@ -133,10 +147,19 @@ async def remember_with_usage(
             " COALESCE(%(at)s, now()) + make_interval(days => %(days)s))"
             " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             {
-                "ws": scope.workspace, "agent": scope.agent, "scope": scope.scope,
-                "key": scope.scope_key, "content": content, "model": emb.model,
-                "dims": emb.dims, "vec": vector_literal(emb.vectors[0]), "task": source_task_id,
-                "step": source_step, "idem": key, "at": created_at, "days": scope.retention_days,
+                "ws": scope.workspace,
+                "agent": scope.agent,
+                "scope": scope.scope,
+                "key": scope.scope_key,
+                "content": content,
+                "model": emb.model,
+                "dims": emb.dims,
+                "vec": vector_literal(emb.vectors[0]),
+                "task": source_task_id,
+                "step": source_step,
+                "idem": key,
+                "at": created_at,
+                "days": scope.retention_days,
             },
         )
         row = await cursor.fetchone()
@@ -172,12 +195,23 @@ async def recall(inp: RecallInput) -> RecallResult:
         info = activity.info()
         channel = inp.memory.scope_key if inp.memory.scope == "channel" else ""
         async with pool.connection() as conn:
-            await write_usage(conn, UsageRow(
-                task_id=inp.task_id, step=0, agent=inp.memory.agent,
-                workspace=inp.memory.workspace, channel=channel, surface="",
-                model=emb.model, prompt_tokens=emb.prompt_tokens, completion_tokens=0,
-                cost_usd=emb.cost_usd, key=f"recall:{info.activity_id}", task_kind="embedding",
-            ))
+            await write_usage(
+                conn,
+                UsageRow(
+                    task_id=inp.task_id,
+                    step=0,
+                    agent=inp.memory.agent,
+                    workspace=inp.memory.workspace,
+                    channel=channel,
+                    surface="",
+                    model=emb.model,
+                    prompt_tokens=emb.prompt_tokens,
+                    completion_tokens=0,
+                    cost_usd=emb.cost_usd,
+                    key=f"recall:{info.activity_id}",
+                    task_kind="embedding",
+                ),
+            )
     return RecallResult(items=items)
 
 
@@ -207,7 +241,10 @@ async def list_memories(
     clauses: list[str] = [] if include_expired else ["expires_at > now()"]
     params: dict[str, Any] = {"limit": max(1, min(limit, 10_000))}
     for column, value in (
-        ("workspace", workspace), ("agent", agent), ("scope", scope), ("scope_key", scope_key),
+        ("workspace", workspace),
+        ("agent", agent),
+        ("scope", scope),
+        ("scope_key", scope_key),
     ):
         if value:
             clauses.append(f"{column} = %({column})s")
@@ -240,14 +277,28 @@ async def forget(
         if row is None:
             return None
         gone = _stored(row)
-        await write_audit(conn, AuditEvent(
-            task_id="operator", step=0, key=f"memory.forget:{gone.id}", agent=gone.agent,
-            workspace=gone.workspace, channel=gone.scope_key if gone.scope == "channel" else "",
-            kind="memory_forgotten", actor=actor, tool="memory.forget",
-            arguments={"memory_id": gone.id, "scope": gone.scope, "scope_key": gone.scope_key,
-                       "content": gone.content, "reason": reason},
-            outcome="deleted",
-        ))
+        await write_audit(
+            conn,
+            AuditEvent(
+                task_id="operator",
+                step=0,
+                key=f"memory.forget:{gone.id}",
+                agent=gone.agent,
+                workspace=gone.workspace,
+                channel=gone.scope_key if gone.scope == "channel" else "",
+                kind="memory_forgotten",
+                actor=actor,
+                tool="memory.forget",
+                arguments={
+                    "memory_id": gone.id,
+                    "scope": gone.scope,
+                    "scope_key": gone.scope_key,
+                    "content": gone.content,
+                    "reason": reason,
+                },
+                outcome="deleted",
+            ),
+        )
         return gone
 
 

@@ -174,9 +174,7 @@ class _Probe:
             " FROM memories WHERE {}{} ORDER BY distance LIMIT %(limit)s"
         ).format(self._where(), sql.SQL(condition))
 
-    async def exact_if_small(
-        self, cur: Any, max_rows: int, limit: int
-    ) -> tuple[int, list[dict[str, Any]]]:
+    async def exact_if_small(self, cur: Any, max_rows: int, limit: int) -> tuple[int, list[dict[str, Any]]]:
         """(rows in scope, capped at max_rows + 1; the exact top rows if within max_rows),
         in one round trip: the count bounds the scan, the lateral runs only for a small scope."""
         query = sql.SQL(
@@ -185,7 +183,10 @@ class _Probe:
             " SELECT scope.in_scope, m.* FROM scope LEFT JOIN LATERAL ({exact}) m ON true"
         ).format(where=self._where(), exact=self._exact_query(" AND scope.in_scope < %(cap)s"))
         params = {
-            "vec": self.vector, "partition": self.partition, "limit": limit, "cap": max_rows + 1,
+            "vec": self.vector,
+            "partition": self.partition,
+            "limit": limit,
+            "cap": max_rows + 1,
         }
         await cur.execute(query, params, prepare=False)
         result = await cur.fetchall()

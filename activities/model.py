@@ -113,9 +113,7 @@ async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> Prepar
             await transcript.append(conn, inp.task_id, inp.transcript_upto + 1, tool_rows + new_rows)
             # Only what the prompt keeps: the read stays small as the task grows.
             stored = await transcript.load_for_prompt(conn, inp.task_id, answer_seq - 1, inp.view)
-    return PreparedCall(
-        answer_seq, stored, build_prompt(stored, inp.view), None, tool_results, appended_upto
-    )
+    return PreparedCall(answer_seq, stored, build_prompt(stored, inp.view), None, tool_results, appended_upto)
 
 
 async def _run_folded(
@@ -132,9 +130,7 @@ async def _run_folded(
             async with pool.connection() as conn:
                 bounded = await bound_and_audit(conn, call, full)
             record_tool_span_attributes(span, call, bounded)
-        message = ChatMessage(
-            "tool", full.output, tool_call_id=call.call_id, name=model_tool_name(call.tool)
-        )
+        message = ChatMessage("tool", full.output, tool_call_id=call.call_id, name=model_tool_name(call.tool))
         rows.append({**transcript.message_to_row(message), "_result": asdict(bounded)})
         results.append(bounded)
     return rows, results
@@ -218,9 +214,7 @@ async def _ask_with_fallbacks(
         raise retryable[0]
     if failures:
         raise failures[0]
-    raise ApplicationError(
-        "the model policy names no model", type="ModelBadRequest", non_retryable=True
-    )
+    raise ApplicationError("the model policy names no model", type="ModelBadRequest", non_retryable=True)
 
 
 async def _ask(
@@ -229,9 +223,7 @@ async def _ask(
     if model.startswith("offline/"):
         reply = offline_model.respond(messages, inp.tool_names)
         prompt_tokens = estimate_tokens(messages)
-        completion_tokens = estimate_tokens(
-            [{"content": reply.text, "tool_calls": reply.tool_calls}]
-        )
+        completion_tokens = estimate_tokens([{"content": reply.text, "tool_calls": reply.tool_calls}])
         return ModelCallResult(
             text=reply.text,
             tool_calls=reply.tool_calls,

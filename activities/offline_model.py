@@ -58,9 +58,7 @@ def _decision_text(messages: list[dict[str, Any]], request: str) -> str:
             for line in str(message.get("content") or "").splitlines():
                 if _DECISION.search(line):
                     return line.split(": ", 1)[-1].strip()
-    stripped = re.sub(
-        r"(?i)\b(please|remember|capture|save|note)( that| the decision)?\b", "", request
-    )
+    stripped = re.sub(r"(?i)\b(please|remember|capture|save|note)( that| the decision)?\b", "", request)
     return stripped.strip(" .") or request
 
 
@@ -115,14 +113,10 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     else:
         remembered = system.split("What you remember here:", 1)
         parts.append(
-            "What I remember here:" + remembered[1]
-            if len(remembered) > 1
-            else f"You asked: {request[:300]}"
+            "What I remember here:" + remembered[1] if len(remembered) > 1 else f"You asked: {request[:300]}"
         )
     offer_issue = (
-        "github.create_issue" in tools
-        and wants_save
-        and not _called(messages, "github.create_issue")
+        "github.create_issue" in tools and wants_save and not _called(messages, "github.create_issue")
     )
     text = "\n".join(parts)
     if offer_issue:

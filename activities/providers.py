@@ -72,8 +72,7 @@ async def call_provider(call: ProviderCall) -> ModelCallResult:
     choice = response.choices[0]
     message = choice.message
     tool_calls = [
-        ToolCall(tc.id, tc.function.name, tc.function.arguments or "{}")
-        for tc in (message.tool_calls or [])
+        ToolCall(tc.id, tc.function.name, tc.function.arguments or "{}") for tc in (message.tool_calls or [])
     ]
     usage = getattr(response, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or call.prompt_tokens_estimate)

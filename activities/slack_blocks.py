@@ -98,11 +98,11 @@ def _line(line: str) -> str:
     prefix = ""
     quote = _QUOTE.match(line)
     if quote:
-        prefix, line = quote.group(1) + ">", line[quote.end():]
+        prefix, line = quote.group(1) + ">", line[quote.end() :]
         prefix += " "
     box = _TASK_BOX.match(line)
     if box:
-        line = f"{box.group(1)}{'☑' if box.group(2) in 'xX' else '☐'} {line[box.end():]}"
+        line = f"{box.group(1)}{'☑' if box.group(2) in 'xX' else '☐'} {line[box.end() :]}"
     else:
         line = _BULLET.sub(lambda m: f"{m.group(1)}• ", line)
     parts = _CODE_SPAN.split(line)
@@ -178,8 +178,10 @@ def split_message(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
 
 def approval_button_value(task_id: str, request: ApprovalRequest) -> str:
     """What a click sends back: the task and the exact request and action it decides."""
-    return json.dumps({"task_id": task_id, "request_id": request.request_id,
-                       "action_id": request.action_id}, separators=(",", ":"))
+    return json.dumps(
+        {"task_id": task_id, "request_id": request.request_id, "action_id": request.action_id},
+        separators=(",", ":"),
+    )
 
 
 def parse_button_value(value: str) -> tuple[str, str, str] | None:
@@ -200,24 +202,34 @@ def _argument_sections(arguments: dict[str, object]) -> list[Block]:
     shown = pieces[:MAX_ARGUMENT_SECTIONS]
     sections += [SectionBlock(text=MarkdownTextObject(text=piece)) for piece in shown]
     if len(pieces) > MAX_ARGUMENT_SECTIONS:
-        sections.append(SectionBlock(text=MarkdownTextObject(
-            text="_The arguments are too long to show in full here; see the task in the CLI._")))
+        sections.append(
+            SectionBlock(
+                text=MarkdownTextObject(
+                    text="_The arguments are too long to show in full here; see the task in the CLI._"
+                )
+            )
+        )
     return sections
 
 
 def _details(task_id: str, agent_name: str, request: ApprovalRequest) -> list[Block]:
     approvers = ", ".join(mention(a) for a in request.approvers) or "nobody"
     return [
-        SectionBlock(text=MarkdownTextObject(
-            text=f"*{escape(agent_name)}* wants to run `{escape(request.tool)}` "
-                 f"(task `{escape(task_id)}`).")),
+        SectionBlock(
+            text=MarkdownTextObject(
+                text=f"*{escape(agent_name)}* wants to run `{escape(request.tool)}` "
+                f"(task `{escape(task_id)}`)."
+            )
+        ),
         *_argument_sections(request.arguments),
-        SectionBlock(fields=[
-            MarkdownTextObject(text=f"*Model*\n`{escape(request.model)}`"),
-            MarkdownTextObject(text=f"*Estimated cost*\n${request.estimated_cost_usd:.4f}"),
-            MarkdownTextObject(text=f"*Who may approve*\n{approvers}"),
-            MarkdownTextObject(text=f"*Expires*\n{slack_date(request.expires_at_iso)}"),
-        ]),
+        SectionBlock(
+            fields=[
+                MarkdownTextObject(text=f"*Model*\n`{escape(request.model)}`"),
+                MarkdownTextObject(text=f"*Estimated cost*\n${request.estimated_cost_usd:.4f}"),
+                MarkdownTextObject(text=f"*Who may approve*\n{approvers}"),
+                MarkdownTextObject(text=f"*Expires*\n{slack_date(request.expires_at_iso)}"),
+            ]
+        ),
     ]
 
 
@@ -229,16 +241,31 @@ def approval_request_message(
     blocks: list[Block] = [
         HeaderBlock(text=f"Approval needed: {request.tool}"[:150]),
         *_details(task_id, agent_name, request),
-        ActionsBlock(block_id=f"approval:{request.request_id}"[:255], elements=[
-            ButtonElement(text="Approve", action_id=APPROVE_ACTION, value=value, style="primary"),
-            ButtonElement(text="Deny", action_id=DENY_ACTION, value=value, style="danger",
-                          confirm=ConfirmObject(title="Deny this action?",
-                                                text=f"The agent will not run `{request.tool}`.",
-                                                confirm="Deny", deny="Cancel")),
-        ]),
-        ContextBlock(elements=[MarkdownTextObject(
-            text=f"Request `{escape(request.request_id)}` · only the listed approvers can decide",
-        )]),
+        ActionsBlock(
+            block_id=f"approval:{request.request_id}"[:255],
+            elements=[
+                ButtonElement(text="Approve", action_id=APPROVE_ACTION, value=value, style="primary"),
+                ButtonElement(
+                    text="Deny",
+                    action_id=DENY_ACTION,
+                    value=value,
+                    style="danger",
+                    confirm=ConfirmObject(
+                        title="Deny this action?",
+                        text=f"The agent will not run `{request.tool}`.",
+                        confirm="Deny",
+                        deny="Cancel",
+                    ),
+                ),
+            ],
+        ),
+        ContextBlock(
+            elements=[
+                MarkdownTextObject(
+                    text=f"Request `{escape(request.request_id)}` · only the listed approvers can decide",
+                )
+            ]
+        ),
     ]
     text = f"Approval needed: {agent_name} wants to run {request.tool} (task {task_id})"
     return escape(text), [block.to_dict() for block in blocks]
@@ -253,8 +280,12 @@ OUTCOME_LABELS = {
 
 
 def approval_resolved_message(
-    task_id: str, agent_name: str, request: ApprovalRequest, outcome: str,
-    decided_by: str | None, decided_at_iso: str,
+    task_id: str,
+    agent_name: str,
+    request: ApprovalRequest,
+    outcome: str,
+    decided_by: str | None,
+    decided_at_iso: str,
 ) -> tuple[str, list[dict[str, object]]]:
     """The same message once decided: who decided and when, and no buttons."""
     label = OUTCOME_LABELS.get(outcome, escape(outcome))

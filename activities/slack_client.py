@@ -103,8 +103,10 @@ def error_code(exc: SlackApiError) -> str:
 
 
 def is_retryable(exc: SlackApiError) -> bool:
-    return exc.response.status_code == 429 or exc.response.status_code >= 500 or (
-        error_code(exc) in RETRYABLE_ERRORS
+    return (
+        exc.response.status_code == 429
+        or exc.response.status_code >= 500
+        or (error_code(exc) in RETRYABLE_ERRORS)
     )
 
 
@@ -151,15 +153,11 @@ async def recent_channel_messages(
     client: AsyncWebClient, channel: str, limit: int = 100
 ) -> list[dict[str, Any]]:
     """The latest top-level messages of a channel, with metadata (one page is enough here)."""
-    response = await client.conversations_history(
-        channel=channel, limit=limit, include_all_metadata=True
-    )
+    response = await client.conversations_history(channel=channel, limit=limit, include_all_metadata=True)
     return list(response.get("messages") or [])
 
 
-def find_posted(
-    messages: list[dict[str, Any]], event_type: str, **payload: object
-) -> dict[str, Any] | None:
+def find_posted(messages: list[dict[str, Any]], event_type: str, **payload: object) -> dict[str, Any] | None:
     """The message whose metadata has `event_type` and includes every `payload` item."""
     for message in messages:
         metadata = message.get("metadata") or {}

@@ -76,8 +76,9 @@ async def _messages(client: AsyncWebClient, context: SurfaceContext) -> list[dic
     return await thread_messages(client, context.channel, thread)
 
 
-async def _react(client: AsyncWebClient, context: SurfaceContext, add: str | None,
-                 remove: tuple[str, ...] = ()) -> None:
+async def _react(
+    client: AsyncWebClient, context: SurfaceContext, add: str | None, remove: tuple[str, ...] = ()
+) -> None:
     """Swap reactions on the request. Cosmetic: only transient errors are worth a retry."""
     target = _request_ts(context)
     if target is None:
@@ -94,17 +95,26 @@ async def _react(client: AsyncWebClient, context: SurfaceContext, add: str | Non
                 log.warning("slack reaction %s failed: %s", name, error_code(exc))
 
 
-async def _update_progress(client: AsyncWebClient, context: SurfaceContext,
-                           messages: list[dict[str, Any]], task_id: str,
-                           status: TaskStatus, note: str = "") -> None:
+async def _update_progress(
+    client: AsyncWebClient,
+    context: SurfaceContext,
+    messages: list[dict[str, Any]],
+    task_id: str,
+    status: TaskStatus,
+    note: str = "",
+) -> None:
     progress = find_posted(messages, PROGRESS_EVENT, task_id=task_id)
     if progress is None:
         return
     text = blocks.progress_text(task_id, status, note)
     if progress.get("text") == text:
         return
-    await client.chat_update(channel=context.channel, ts=progress["ts"], text=text,
-                             metadata=metadata(PROGRESS_EVENT, task_id=task_id))
+    await client.chat_update(
+        channel=context.channel,
+        ts=progress["ts"],
+        text=text,
+        metadata=metadata(PROGRESS_EVENT, task_id=task_id),
+    )
 
 
 async def task_started(inp: PostReplyInput, rt: Runtime) -> None:
@@ -168,9 +178,7 @@ def _parse_ref(ref: str | None) -> tuple[str, str] | None:
     return channel, ts
 
 
-async def post_approval_request(
-    inp: PostApprovalRequestInput, rt: Runtime
-) -> PostApprovalRequestResult:
+async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> PostApprovalRequestResult:
     """Block Kit: what will run, the exact arguments, model and cost, approvers, buttons."""
     client = _client(rt)
     context = inp.context
@@ -186,11 +194,18 @@ async def post_approval_request(
             thread_ts=_thread(context),
             text=text,
             blocks=body,
-            metadata=metadata(APPROVAL_EVENT, task_id=inp.task_id, request_id=request.request_id,
-                              agent=inp.agent_name),
+            metadata=metadata(
+                APPROVAL_EVENT, task_id=inp.task_id, request_id=request.request_id, agent=inp.agent_name
+            ),
         )
-        await _update_progress(client, context, messages, inp.task_id, TaskStatus.WAITING_APPROVAL,
-                               f"`{request.tool}` needs a decision")
+        await _update_progress(
+            client,
+            context,
+            messages,
+            inp.task_id,
+            TaskStatus.WAITING_APPROVAL,
+            f"`{request.tool}` needs a decision",
+        )
         return PostApprovalRequestResult(_message_ref(str(posted["channel"]), str(posted["ts"])))
     except SlackApiError as exc:
         raise activity_error(exc, "posting the approval request") from None
@@ -209,14 +224,24 @@ async def resolve_approval_request(inp: ResolveApprovalRequestInput, rt: Runtime
             ref = (context.channel, found["ts"]) if found else None
         if ref is not None:
             text, body = blocks.approval_resolved_message(
-                inp.task_id, _agent_name(messages, inp), request, inp.outcome,
-                inp.decided_by, inp.decided_at_iso,
+                inp.task_id,
+                _agent_name(messages, inp),
+                request,
+                inp.outcome,
+                inp.decided_by,
+                inp.decided_at_iso,
             )
             await client.chat_update(
-                channel=ref[0], ts=ref[1], text=text, blocks=body,
+                channel=ref[0],
+                ts=ref[1],
+                text=text,
+                blocks=body,
                 metadata=metadata(
-                    APPROVAL_EVENT, task_id=inp.task_id, request_id=request.request_id,
-                    agent=_agent_name(messages, inp), outcome=inp.outcome,
+                    APPROVAL_EVENT,
+                    task_id=inp.task_id,
+                    request_id=request.request_id,
+                    agent=_agent_name(messages, inp),
+                    outcome=inp.outcome,
                 ),
             )
         if inp.outcome in ("approved", "denied"):

@@ -25,9 +25,7 @@ TOOL_OUTPUT_PREVIEW_CHARS = 500
 
 def message_to_row(message: ChatMessage) -> dict[str, Any]:
     row = asdict(message)
-    row["tool_calls"] = [
-        asdict(call) if not isinstance(call, dict) else call for call in message.tool_calls
-    ]
+    row["tool_calls"] = [asdict(call) if not isinstance(call, dict) else call for call in message.tool_calls]
     return row
 
 
@@ -51,9 +49,7 @@ async def append(
     return first_seq + len(messages) - 1
 
 
-async def resolve_refs(
-    conn: AsyncConnection[Any], messages: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+async def resolve_refs(conn: AsyncConnection[Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Replace previews of large tool outputs with their full stored content."""
     resolved = []
     for message in messages:
@@ -141,16 +137,12 @@ async def load_for_prompt(
 
 async def load_one(conn: AsyncConnection[Any], task_id: str, seq: int) -> dict[str, Any] | None:
     row = await (
-        await conn.execute(
-            "SELECT message FROM transcript WHERE task_id = %s AND seq = %s", (task_id, seq)
-        )
+        await conn.execute("SELECT message FROM transcript WHERE task_id = %s AND seq = %s", (task_id, seq))
     ).fetchone()
     return dict(row["message"]) if row else None
 
 
-async def store_tool_output(
-    conn: AsyncConnection[Any], ref: str, task_id: str, content: str
-) -> None:
+async def store_tool_output(conn: AsyncConnection[Any], ref: str, task_id: str, content: str) -> None:
     await conn.execute(
         "INSERT INTO tool_outputs (ref, task_id, content) VALUES (%s, %s, %s)"
         " ON CONFLICT (ref) DO UPDATE SET content = EXCLUDED.content",

@@ -90,11 +90,23 @@ def bulk_load(url: str, rows: int, corpus: Corpus) -> dict[str, float]:
             for i in range(rows):
                 text = corpus.sentence()
                 created = now - timedelta(minutes=corpus.rng.randrange(60 * 24 * 60))
-                copy.write_row((
-                    "bench", "bench", "channel", scope_for(i), text, OFFLINE_EMBEDDING, 256,
-                    vector_literal(hashing_embedding(text)), f"bench-{i // 10}", i % 10,
-                    f"bench:{i}", created, created + timedelta(days=90),
-                ))
+                copy.write_row(
+                    (
+                        "bench",
+                        "bench",
+                        "channel",
+                        scope_for(i),
+                        text,
+                        OFFLINE_EMBEDDING,
+                        256,
+                        vector_literal(hashing_embedding(text)),
+                        f"bench-{i // 10}",
+                        i % 10,
+                        f"bench:{i}",
+                        created,
+                        created + timedelta(days=90),
+                    )
+                )
         loaded = time.perf_counter() - started
         started = time.perf_counter()
         conn.execute("SET maintenance_work_mem = '512MB'")
@@ -205,15 +217,19 @@ def main() -> None:
     report = asyncio.run(run(args))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"rows loaded: {report['rows']:,} at {report['bulk_rows_per_s']:,} rows/s (COPY);"
-          f" HNSW build {report['hnsw_build_s']} s")
+    print(
+        f"rows loaded: {report['rows']:,} at {report['bulk_rows_per_s']:,} rows/s (COPY);"
+        f" HNSW build {report['hnsw_build_s']} s"
+    )
     print(f"remember() with the index live: {report['remember_rows_per_s_with_index']} rows/s")
     for name in ("recall_large_scope", "recall_1pct_scope"):
         r = report[name]
         assert isinstance(r, dict)
-        print(f"{name}: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms,"
-              f" min rows {r['min_rows_returned']}/{r['k']}, strategies {r['strategies']}"
-              + (f", recall@k vs exact {r['recall_at_k_vs_exact']}" if "recall_at_k_vs_exact" in r else ""))
+        print(
+            f"{name}: p50 {r['p50_ms']} ms, p95 {r['p95_ms']} ms, max {r['max_ms']} ms,"
+            f" min rows {r['min_rows_returned']}/{r['k']}, strategies {r['strategies']}"
+            + (f", recall@k vs exact {r['recall_at_k_vs_exact']}" if "recall_at_k_vs_exact" in r else "")
+        )
     print(f"written to {RESULTS}")
 
 

@@ -83,18 +83,14 @@ def parse_duration(text: str) -> float:
     """Seconds in a duration such as `90s`, `30m`, `72h`, `7d` or `1w`."""
     match = _DURATION.match(text)
     if not match:
-        raise ValueError(
-            f"{text!r} is not a duration; write a number and a unit, e.g. 90s, 30m, 72h, 7d"
-        )
+        raise ValueError(f"{text!r} is not a duration; write a number and a unit, e.g. 90s, 30m, 72h, 7d")
     return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 
 def _duration_text(value: Any) -> Any:
     """Reject non-text (`ttl: 72` reads as a number) and zero or unparseable durations early."""
     if not isinstance(value, str):
-        raise ValueError(
-            f"{value!r} is not a duration; write a number and a unit, e.g. 90s, 30m, 72h, 7d"
-        )
+        raise ValueError(f"{value!r} is not a duration; write a number and a unit, e.g. 90s, 30m, 72h, 7d")
     if parse_duration(value) <= 0:
         raise ValueError(f"{value!r} must be longer than zero")
     return value
@@ -247,9 +243,7 @@ class ToolSpec(_Strict):
     @model_validator(mode="after")
     def _mcp_needs_server(self) -> ToolSpec:
         if self.type == "mcp" and not self.server:
-            raise rule_error(
-                [(("server",), "an mcp tool needs `server` (the MCP server command or URL)")]
-            )
+            raise rule_error([(("server",), "an mcp tool needs `server` (the MCP server command or URL)")])
         return self
 
     @model_validator(mode="after")
@@ -346,8 +340,7 @@ class AgentSpecBody(_Strict):
                 problems.append(
                     (
                         ("tools", index, "name"),
-                        f"{name!r} is already listed as tools[{names.index(name)}]; "
-                        "list each tool once",
+                        f"{name!r} is already listed as tools[{names.index(name)}]; list each tool once",
                     )
                 )
         for index, gated in enumerate(self.approvals.require_for):

@@ -270,9 +270,7 @@ def parse_agent_documents(text: str, source: str = "<string>") -> list[AgentConf
     """Every agent in `text` (documents separated by `---`); all problems reported at once."""
     documents = _documents(text, source)
     if not documents:
-        raise AgentConfigError(
-            [ConfigProblem(source, None, "", "no agent documents: the file is empty")]
-        )
+        raise AgentConfigError([ConfigProblem(source, None, "", "no agent documents: the file is empty")])
     several = len(documents) > 1
     configs: list[AgentConfig] = []
     problems: list[ConfigProblem] = []

@@ -55,9 +55,7 @@ _PROVIDER_KEYS = {
     "gemini": "GEMINI_API_KEY",
 }
 
-agents_app = typer.Typer(
-    help="Agent definitions: validate, apply, list, show.", no_args_is_help=True
-)
+agents_app = typer.Typer(help="Agent definitions: validate, apply, list, show.", no_args_is_help=True)
 
 FilesOption = Annotated[
     list[Path],

@@ -67,9 +67,7 @@ def run_with_pool(work: Callable[[AsyncConnectionPool], Awaitable[T]]) -> T:
     try:
         return asyncio.run(main())
     except psycopg.errors.UndefinedTable:
-        raise fail(
-            "the database has no OpenLoop tables yet: run `openloop up`", EXIT_NO_DATABASE
-        ) from None
+        raise fail("the database has no OpenLoop tables yet: run `openloop up`", EXIT_NO_DATABASE) from None
     except (psycopg.Error, TimeoutError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise fail(f"database error: {first}", EXIT_NO_DATABASE) from None
@@ -95,7 +93,12 @@ def list_command(
     """List memories, newest first."""
     rows = run_with_pool(
         lambda pool: list_memories(
-            pool, workspace=workspace, agent=agent, scope=scope, scope_key=key, limit=limit,
+            pool,
+            workspace=workspace,
+            agent=agent,
+            scope=scope,
+            scope_key=key,
+            limit=limit,
             include_expired=expired,
         )
     )
@@ -110,9 +113,14 @@ def list_command(
     table = Table("id", "agent", "scope", "key", "content", "source", "created", "expires")
     for row in rows:
         table.add_row(
-            row.id, f"{row.workspace}/{row.agent}", row.scope, escape(row.scope_key),
-            escape(_short(row.content, 80)), escape(f"{row.source_task_id}#{row.source_step}"),
-            f"{row.created_at:%Y-%m-%d %H:%M}", f"{row.expires_at:%Y-%m-%d}",
+            row.id,
+            f"{row.workspace}/{row.agent}",
+            row.scope,
+            escape(row.scope_key),
+            escape(_short(row.content, 80)),
+            escape(f"{row.source_task_id}#{row.source_step}"),
+            f"{row.created_at:%Y-%m-%d %H:%M}",
+            f"{row.expires_at:%Y-%m-%d}",
         )
     console.print(table)
 
@@ -144,8 +152,11 @@ def search_command(
                 EXIT_NOT_FOUND,
             )
         ref = MemoryScopeRef(
-            workspace=stored.workspace, agent=stored.name, scope=memory.scope.value,
-            scope_key=scope_key or key or "", embedding=memory.embedding,
+            workspace=stored.workspace,
+            agent=stored.name,
+            scope=memory.scope.value,
+            scope_key=scope_key or key or "",
+            embedding=memory.embedding,
             retention_days=memory.retention_days,
         )
         return ref, await search(pool, ref, query, k)
@@ -163,9 +174,7 @@ def search_command(
         return
     table = Table("score", "id", "created", "content", title=f"{ref.scope} {ref.scope_key}")
     for item in items:
-        table.add_row(
-            f"{item.score:.3f}", item.id, item.created_at_iso[:16], escape(item.content)
-        )
+        table.add_row(f"{item.score:.3f}", item.id, item.created_at_iso[:16], escape(item.content))
     console.print(table)
 
 

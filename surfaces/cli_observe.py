@@ -89,8 +89,11 @@ def _quoted(value: str) -> str:
 
 
 def list_query(
-    agent: str | None = None, status: str | None = None, channel: str | None = None,
-    surface: str | None = None, extra: str | None = None,
+    agent: str | None = None,
+    status: str | None = None,
+    channel: str | None = None,
+    surface: str | None = None,
+    extra: str | None = None,
 ) -> str:
     """The visibility query `tasks list` runs; paste it into the Web UI or `temporal workflow list`."""
     clauses = []
@@ -109,8 +112,12 @@ def list_query(
 def _status_of(execution: WorkflowExecution) -> str:
     recorded = execution.typed_search_attributes.get(search.STATUS)
     temporal = execution.status
-    if temporal not in (None, WorkflowExecutionStatus.RUNNING, WorkflowExecutionStatus.COMPLETED,
-                        WorkflowExecutionStatus.CONTINUED_AS_NEW):
+    if temporal not in (
+        None,
+        WorkflowExecutionStatus.RUNNING,
+        WorkflowExecutionStatus.COMPLETED,
+        WorkflowExecutionStatus.CONTINUED_AS_NEW,
+    ):
         return temporal.name if temporal else "UNKNOWN"  # terminated, timed out: no result
     return recorded or (temporal.name if temporal else "UNKNOWN")
 
@@ -142,12 +149,18 @@ def list_tasks(
             async for execution in client.list_workflows(visibility, limit=limit):
                 attrs = execution.typed_search_attributes
                 table.add_row(
-                    escape(execution.id), escape(attrs.get(search.AGENT) or ""), _status_of(execution),
-                    _when(execution.start_time), _usd(attrs.get(search.COST_USD)),
+                    escape(execution.id),
+                    escape(attrs.get(search.AGENT) or ""),
+                    _status_of(execution),
+                    _when(execution.start_time),
+                    _usd(attrs.get(search.COST_USD)),
                 )
         except RPCError as exc:
-            raise _Fail(f"the visibility query was refused: {exc.message} (are the OpenLoop search "
-                        "attributes registered? `openloop setup` adds them)", EXIT_UNAVAILABLE) from None
+            raise _Fail(
+                f"the visibility query was refused: {exc.message} (are the OpenLoop search "
+                "attributes registered? `openloop setup` adds them)",
+                EXIT_UNAVAILABLE,
+            ) from None
         _out().print(table if table.row_count else f"No tasks match {visibility}")
 
     _run(work)
@@ -162,8 +175,12 @@ def _timeline(entries: list[Entry]) -> Table:
     table = Table("When", "Step", "Kind", "What", "Who", "Cost")
     for entry in entries:
         table.add_row(
-            _when(entry.at), str(entry.step) if entry.step is not None else "", entry.kind,
-            escape(entry.what), escape(entry.who or ""), _usd(entry.cost_usd) if entry.cost_usd else "",
+            _when(entry.at),
+            str(entry.step) if entry.step is not None else "",
+            entry.kind,
+            escape(entry.what),
+            escape(entry.who or ""),
+            _usd(entry.cost_usd) if entry.cost_usd else "",
         )
     return table
 
@@ -179,8 +196,10 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
         asked = await ask_task(client, task_id, description.task_queue)
         story = story_from_history((await histories.fetch_history(client, task_id)).events)
         attrs, out = description.typed_search_attributes, _out()
-        out.print(f"[bold]{escape(task_id)}[/bold]  agent {escape(attrs.get(search.AGENT) or '?')}  "
-                  f"on {escape(attrs.get(search.SURFACE) or '?')} {escape(attrs.get(search.CHANNEL) or '')}")
+        out.print(
+            f"[bold]{escape(task_id)}[/bold]  agent {escape(attrs.get(search.AGENT) or '?')}  "
+            f"on {escape(attrs.get(search.SURFACE) or '?')} {escape(attrs.get(search.CHANNEL) or '')}"
+        )
         if story.task is not None:
             out.print(f"Request by {escape(story.task.context.user)}: {escape(story.task.request[:300])}")
         if asked is not None and running:

@@ -61,7 +61,8 @@ def _slack_inbox_health(conn: Any) -> str | None:
     (the surfaces server is down, or cannot reach Temporal)."""
     row = conn.execute(
         "SELECT count(*), extract(epoch FROM now() - min(received_at)) FROM slack_inbox "
-        "WHERE handled_at IS NULL").fetchone()
+        "WHERE handled_at IS NULL"
+    ).fetchone()
     waiting, oldest = int(row[0]), float(row[1] or 0)
     if waiting and oldest > SLACK_INBOX_STALLED_SECONDS:
         return f"stalled ({waiting} waiting, oldest {oldest:.0f} s)"
@@ -101,9 +102,7 @@ async def _health(settings: Settings) -> list[tuple[str, str, str]]:
             if inbox is not None:
                 results.append(("slack inbox", "slack_inbox table", inbox))
         except Exception as exc:  # noqa: BLE001
-            results.append(
-                ("postgres", _redact(settings.database_url), f"down ({type(exc).__name__})")
-            )
+            results.append(("postgres", _redact(settings.database_url), f"down ({type(exc).__name__})"))
     else:
         results.append(("postgres", "-", "not configured (run `openloop up`)"))
     try:

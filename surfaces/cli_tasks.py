@@ -131,9 +131,7 @@ async def _ask(
         raise typer.Exit(2) from None
     stored = await get_agent(pool, agent_name)
     if stored is None:
-        console.print(
-            f"[red]No agent named {agent_name!r}.[/] Apply one: openloop agents apply -f FILE"
-        )
+        console.print(f"[red]No agent named {agent_name!r}.[/] Apply one: openloop agents apply -f FILE")
         raise typer.Exit(2)
     client = await _client(settings)
     context = SurfaceContext(surface="cli", channel=channel, user=user, event_id=uuid.uuid4().hex)
@@ -190,9 +188,7 @@ async def follow_task(
                     typer.confirm, f"Approve {pending.tool} as {user}?", default=False
                 )
                 decision = ApprovalDecision(pending.request_id, pending.action_id, user)
-                await handle.signal(
-                    AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision
-                )
+                await handle.signal(AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision)
         if status.status == TaskStatus.WAITING_USER and status.reply and "asked" not in prompted:
             prompted.add("asked")
             out.print(
@@ -217,14 +213,10 @@ async def _decide(task_id: str, user: str, approved: bool) -> None:
     status = await handle.query(AgentTaskWorkflow.status)
     pending = status.pending_approval
     if pending is None:
-        console.print(
-            f"[red]{task_id} is not waiting for an approval[/] (status {status.status.value})."
-        )
+        console.print(f"[red]{task_id} is not waiting for an approval[/] (status {status.status.value}).")
         raise typer.Exit(1)
     if user not in pending.approvers:
-        console.print(
-            f"[red]{user} may not approve this[/]; approvers: {', '.join(pending.approvers)}"
-        )
+        console.print(f"[red]{user} may not approve this[/]; approvers: {', '.join(pending.approvers)}")
         raise typer.Exit(1)
     decision = ApprovalDecision(pending.request_id, pending.action_id, user)
     await handle.signal(AgentTaskWorkflow.approve if approved else AgentTaskWorkflow.deny, decision)

@@ -44,9 +44,7 @@ def usage(
         since_at = parse_since(since)
     except ValueError as exc:
         raise fail(str(exc), EXIT_BAD_OPTION) from None
-    report = run_with_pool(
-        lambda pool: usage_report(pool, agent=agent, channel=channel, since=since_at)
-    )
+    report = run_with_pool(lambda pool: usage_report(pool, agent=agent, channel=channel, since=since_at))
     if as_json:
         print(json.dumps(report, indent=2))
         return
@@ -78,26 +76,50 @@ def render(report: dict[str, Any], console: Console) -> None:
     )
     if not total["calls"]:
         console.print("No model calls in this window.")
-    agents = Table("agent", "calls", "cost", "month to date", "monthly budget", "left", "used",
-                   title="By agent")
+    agents = Table(
+        "agent", "calls", "cost", "month to date", "monthly budget", "left", "used", title="By agent"
+    )
     for row in report["by_agent"]:
-        agents.add_row(escape(f"{row['workspace']}/{row['agent']}"), str(row["calls"]),
-                       _usd(row["cost_usd"]), _usd(row["month_usd"]),
-                       _usd(row["monthly_budget_usd"]), _usd(row["remaining_usd"]), _used(row))
-    channels = Table("agent", "channel", "calls", "cost", "month to date", "channel budget",
-                     "used", title="By channel")
+        agents.add_row(
+            escape(f"{row['workspace']}/{row['agent']}"),
+            str(row["calls"]),
+            _usd(row["cost_usd"]),
+            _usd(row["month_usd"]),
+            _usd(row["monthly_budget_usd"]),
+            _usd(row["remaining_usd"]),
+            _used(row),
+        )
+    channels = Table(
+        "agent", "channel", "calls", "cost", "month to date", "channel budget", "used", title="By channel"
+    )
     for row in report["by_channel"]:
-        channels.add_row(escape(row["agent"]), escape(row["channel"] or "—"), str(row["calls"]),
-                         _usd(row["cost_usd"]), _usd(row["month_usd"]),
-                         _usd(row["monthly_budget_usd"]), _used(row))
+        channels.add_row(
+            escape(row["agent"]),
+            escape(row["channel"] or "—"),
+            str(row["calls"]),
+            _usd(row["cost_usd"]),
+            _usd(row["month_usd"]),
+            _usd(row["monthly_budget_usd"]),
+            _used(row),
+        )
     models = Table("model", "calls", "tokens in", "tokens out", "cost", title="By model")
     for row in report["by_model"]:
-        models.add_row(escape(row["model"]), str(row["calls"]), f"{row['prompt_tokens']:,}",
-                       f"{row['completion_tokens']:,}", _usd(row["cost_usd"]))
+        models.add_row(
+            escape(row["model"]),
+            str(row["calls"]),
+            f"{row['prompt_tokens']:,}",
+            f"{row['completion_tokens']:,}",
+            _usd(row["cost_usd"]),
+        )
     tasks = Table("task", "agent", "channel", "calls", "cost", title="Top tasks by cost")
     for row in report["by_task"]:
-        tasks.add_row(escape(row["task_id"]), escape(row["agent"]), escape(row["channel"] or "—"),
-                      str(row["calls"]), _usd(row["cost_usd"]))
+        tasks.add_row(
+            escape(row["task_id"]),
+            escape(row["agent"]),
+            escape(row["channel"] or "—"),
+            str(row["calls"]),
+            _usd(row["cost_usd"]),
+        )
     for table in (agents, channels, models, tasks):
         if table.row_count:
             console.print(table)
@@ -137,12 +159,19 @@ def burn_down(
         lines = [Text(f"Daily spend, {month} (no monthly budget set)", style="bold")]
         for d in days:
             filled = 0 if peak <= 0 else round(d.spent / peak * width)
-            lines.append(Text(f"{d.day:%m-%d} ") + Text("█" * filled, style="cyan")
-                         + Text(f"{' ' * (width - filled)} {_usd(d.spent)}"))
+            lines.append(
+                Text(f"{d.day:%m-%d} ")
+                + Text("█" * filled, style="cyan")
+                + Text(f"{' ' * (width - filled)} {_usd(d.spent)}")
+            )
         return lines
     days_in_month = calendar.monthrange(today.year, today.month)[1]
-    lines = [Text(f"Budget burn-down, {month}: {_usd(budget)} a month "
-                  "(bar: budget left; │: an even burn)", style="bold")]
+    lines = [
+        Text(
+            f"Budget burn-down, {month}: {_usd(budget)} a month (bar: budget left; │: an even burn)",
+            style="bold",
+        )
+    ]
     for d in days:
         assert d.left is not None
         filled = max(0, min(width, round(d.left / budget * width)))
@@ -152,6 +181,9 @@ def burn_down(
         if 0 <= even < width:
             cells[even] = "│"
         note = f"over by {_usd(-d.left)}" if d.left < 0 else f"{_usd(d.left)} left"
-        lines.append(Text(f"{d.day:%m-%d} ") + Text("".join(cells), style=style)
-                     + Text(f" {note}  (spent {_usd(d.spent)})"))
+        lines.append(
+            Text(f"{d.day:%m-%d} ")
+            + Text("".join(cells), style=style)
+            + Text(f" {note}  (spent {_usd(d.spent)})")
+        )
     return lines

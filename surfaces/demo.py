@@ -32,9 +32,7 @@ async def run_demo(stack: object, console: Console) -> None:
         )
         return
     client = await connect(settings)
-    context = SurfaceContext(
-        surface="cli", channel="cli", user="cli:local", event_id=uuid.uuid4().hex
-    )
+    context = SurfaceContext(surface="cli", channel="cli", user="cli:local", event_id=uuid.uuid4().hex)
     handle, _ = await start_task(
         client,
         settings,
@@ -45,6 +43,4 @@ async def run_demo(stack: object, console: Console) -> None:
     )
     console.print(f"[bold]Demo task[/] {handle.id}: {DEMO_REQUEST}")
     await follow_task(handle, console, interactive=sys.stdin.isatty(), user="cli:local")
-    console.print(
-        'The stack stays up: try `openloop ask helper "what did we decide?"`. Ctrl-C stops it.'
-    )
+    console.print('The stack stays up: try `openloop ask helper "what did we decide?"`. Ctrl-C stops it.')

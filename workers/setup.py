@@ -34,9 +34,7 @@ async def register_search_attributes(client: Client, namespace: str) -> list[str
         if err.status != RPCStatusCode.UNIMPLEMENTED:
             raise
         known = set()
-    missing = {
-        key.name: _TYPES[key.indexed_value_type.name] for key in ALL_KEYS if key.name not in known
-    }
+    missing = {key.name: _TYPES[key.indexed_value_type.name] for key in ALL_KEYS if key.name not in known}
     if missing:
         await client.operator_service.add_search_attributes(
             AddSearchAttributesRequest(namespace=namespace, search_attributes=missing)

@@ -79,9 +79,7 @@ async def apply_examples_on_first_run(database_url: str) -> list[str]:
         return []
     applied = []
     for path in await asyncio.to_thread(lambda: sorted(Path(EXAMPLES_DIR).glob("*.yaml"))):
-        stored, _ = await apply_agent(
-            pool, load_agent_file(path), source=str(path), applied_by="openloop up"
-        )
+        stored, _ = await apply_agent(pool, load_agent_file(path), source=str(path), applied_by="openloop up")
         applied.append(stored.name)
     return applied
 
@@ -132,9 +130,7 @@ async def run_stack(
                 "http": f"http://{settings.http_address}",
             },
         )
-        postgres_where = (
-            f"embedded, data in {settings.state_dir / 'pg'}" if stack.postgres else "external"
-        )
+        postgres_where = f"embedded, data in {settings.state_dir / 'pg'}" if stack.postgres else "external"
         console.print(
             f"[bold green]OpenLoop is up.[/]\n"
             f"  Temporal   {settings.temporal_address} (namespace {settings.namespace})\n"

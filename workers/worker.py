@@ -69,7 +69,8 @@ def build_worker(
         # evict each other's state and replay: with 100 slots for a 100-workflow cache,
         # parking 300 tasks took twice as long and filled the log with task timeouts.
         max_concurrent_workflow_tasks = max(
-            2, min(max_concurrent_workflow_tasks, max_cached_workflows // CACHE_PER_SLOT))
+            2, min(max_concurrent_workflow_tasks, max_cached_workflows // CACHE_PER_SLOT)
+        )
     return Worker(
         client,
         task_queue=task_queue or settings.task_queue,

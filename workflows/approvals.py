@@ -78,18 +78,14 @@ class ApprovalGate:
             **SURFACE_OPTIONS,
         )
         self.message_ref = posted.message_ref
-        await self.audit(
-            step, f"{call_id}:requested", "approval_requested", tool, arguments, "waiting"
-        )
+        await self.audit(step, f"{call_id}:requested", "approval_requested", tool, arguments, "waiting")
         try:
             await workflow.wait_condition(
                 lambda: self.decision is not None or cancelled(), timeout=timedelta(seconds=ttl)
             )
         except TimeoutError:
             await self._resolve("expired", None)
-            await self.audit(
-                step, f"{call_id}:expired", "approval_expired", tool, arguments, "expired"
-            )
+            await self.audit(step, f"{call_id}:expired", "approval_expired", tool, arguments, "expired")
             return GateDecision("expired", "nobody")
         if self.decision is None:
             await self._resolve("cancelled", None)

@@ -53,9 +53,7 @@ class CeilingHit:
     resumable: bool  # an approver can extend this ceiling and the task resumes
 
 
-def check_ceilings(
-    ceilings: Ceilings, usage: BudgetUsage, elapsed_seconds: float
-) -> CeilingHit | None:
+def check_ceilings(ceilings: Ceilings, usage: BudgetUsage, elapsed_seconds: float) -> CeilingHit | None:
     if elapsed_seconds >= ceilings.wall_clock_seconds:
         return CeilingHit(
             TaskStatus.BUDGET_EXHAUSTED,
@@ -70,8 +68,7 @@ def check_ceilings(
             TaskStatus.BUDGET_EXHAUSTED,
             "iterations",
             f"used all {ceilings.max_iterations} iterations",
-            "Extend it with `openloop extend TASK_ID --iterations N`, or raise "
-            "spec.limits.max_iterations.",
+            "Extend it with `openloop extend TASK_ID --iterations N`, or raise spec.limits.max_iterations.",
             resumable=True,
         )
     if usage.tokens + MIN_USEFUL_MAX_TOKENS > ceilings.token_limit:

@@ -42,18 +42,10 @@ def build_prompt(stored: list[dict[str, Any]], view: TranscriptView) -> list[dic
     all but the newest `keep_tool_results` tool results replaced by short placeholders."""
     system = [m for m in stored if m["role"] == "system"][:1]
     summary = next(
-        (
-            m
-            for m in reversed(stored)
-            if m["role"] == SUMMARY_ROLE and m["seq"] <= view.summary_upto
-        ),
+        (m for m in reversed(stored) if m["role"] == SUMMARY_ROLE and m["seq"] <= view.summary_upto),
         None,
     )
-    recent = [
-        m
-        for m in stored
-        if m["role"] not in ("system", SUMMARY_ROLE) and m["seq"] > view.summary_upto
-    ]
+    recent = [m for m in stored if m["role"] not in ("system", SUMMARY_ROLE) and m["seq"] > view.summary_upto]
     # A tool result must follow the assistant message that asked for it.
     while recent and recent[0]["role"] == "tool":
         recent.pop(0)
@@ -71,9 +63,7 @@ def build_prompt(stored: list[dict[str, Any]], view: TranscriptView) -> list[dic
         provider = to_provider_message(message)
         if index in compact:
             preview = str(message.get("content") or "")[:PLACEHOLDER_PREVIEW_CHARS]
-            provider["content"] = (
-                f"[older result of {message.get('name') or 'tool'} compacted: {preview}…]"
-            )
+            provider["content"] = f"[older result of {message.get('name') or 'tool'} compacted: {preview}…]"
         messages.append(provider)
     if summary is not None and not recent:
         messages.append({"role": "user", "content": "Continue the task from the summary."})

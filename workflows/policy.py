@@ -38,28 +38,21 @@ def check_tool_call(agent: AgentConfig, name: str, raw_arguments: str) -> ToolCh
     granted = agent.spec.tool(name)
     if definition is None:
         known = ", ".join(t.name for t in agent.spec.tools) or "none"
-        return ToolCheck(
-            False, None, {}, f"unknown tool {name!r}; tools you have: {known}", "unknown"
-        )
+        return ToolCheck(False, None, {}, f"unknown tool {name!r}; tools you have: {known}", "unknown")
     if granted is None:
-        return ToolCheck(
-            False, definition, {}, f"tool {name!r} is not enabled for this agent", "not_allowed"
-        )
+        return ToolCheck(False, definition, {}, f"tool {name!r} is not enabled for this agent", "not_allowed")
     if definition.permission not in granted.permissions:
         return ToolCheck(
             False,
             definition,
             {},
-            f"tool {name!r} needs permission {definition.permission!r}, which this agent "
-            "was not granted",
+            f"tool {name!r} needs permission {definition.permission!r}, which this agent was not granted",
             "not_allowed",
         )
     try:
         arguments = json.loads(raw_arguments or "{}")
     except json.JSONDecodeError as exc:
-        return ToolCheck(
-            False, definition, {}, f"arguments are not valid JSON: {exc.msg}", "invalid"
-        )
+        return ToolCheck(False, definition, {}, f"arguments are not valid JSON: {exc.msg}", "invalid")
     if not isinstance(arguments, dict):
         return ToolCheck(False, definition, {}, "arguments must be a JSON object", "invalid")
     errors = sorted(

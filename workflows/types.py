@@ -229,7 +229,6 @@ class ToolCallInput:
     requested_by: str
     approval: ApprovalRecord | None = None
 
-
     @classmethod
     def for_call(
         cls,
@@ -275,9 +274,7 @@ class FoldedTools:
 
     def inputs(self, task_id: str) -> list[ToolCallInput]:
         return [
-            ToolCallInput.for_call(
-                task_id, c.step, c.call_id, c.tool, c.arguments, self.context, self.memory
-            )
+            ToolCallInput.for_call(task_id, c.step, c.call_id, c.tool, c.arguments, self.context, self.memory)
             for c in self.calls
         ]
 

@@ -31,8 +31,16 @@ from workflows.types import ToolCallInput
 
 TOOL_POST_EVENT = "openloop_tool_post"
 _NOT_FOUND = {"channel_not_found", "thread_not_found", "message_not_found", "user_not_found"}
-_PERMISSION = {"not_in_channel", "missing_scope", "is_archived", "restricted_action",
-               "channel_is_archived", "not_authed", "invalid_auth", "account_inactive"}
+_PERMISSION = {
+    "not_in_channel",
+    "missing_scope",
+    "is_archived",
+    "restricted_action",
+    "channel_is_archived",
+    "not_authed",
+    "invalid_auth",
+    "account_inactive",
+}
 _OUR_STATUS_EVENTS = {PROGRESS_EVENT, APPROVAL_EVENT}
 
 
@@ -67,8 +75,13 @@ async def _user_names(client: AsyncWebClient, messages: list[dict[str, Any]]) ->
             names[user] = user  # a deleted or foreign user: the id is still meaningful
             continue
         profile = info.get("profile") or {}
-        names[user] = (profile.get("display_name") or profile.get("real_name")
-                       or info.get("real_name") or info.get("name") or user)
+        names[user] = (
+            profile.get("display_name")
+            or profile.get("real_name")
+            or info.get("real_name")
+            or info.get("name")
+            or user
+        )
     return names
 
 
@@ -85,8 +98,7 @@ async def read_thread(inp: ToolCallInput, rt: Runtime) -> str:
     channel = _string_arg(inp, "channel") or (inp.context.channel if own_slack else None)
     thread = _string_arg(inp, "thread_ts") or (inp.context.thread if own_slack else None)
     if not channel or not thread:
-        raise ToolError("invalid", "give channel and thread_ts: this task did not start in a "
-                                   "Slack thread")
+        raise ToolError("invalid", "give channel and thread_ts: this task did not start in a Slack thread")
     client = _client(rt)
     try:
         messages = await thread_messages(client, channel, thread)
@@ -126,9 +138,12 @@ async def post_message(inp: ToolCallInput, rt: Runtime) -> str:
             found = find_posted(earlier, TOOL_POST_EVENT, key=inp.idempotency_key, part=index)
             if found is None:
                 posted = await client.chat_postMessage(
-                    channel=channel, thread_ts=thread, text=part,
-                    metadata=metadata(TOOL_POST_EVENT, task_id=inp.task_id,
-                                      key=inp.idempotency_key, part=index),
+                    channel=channel,
+                    thread_ts=thread,
+                    text=part,
+                    metadata=metadata(
+                        TOOL_POST_EVENT, task_id=inp.task_id, key=inp.idempotency_key, part=index
+                    ),
                 )
                 found = {"ts": posted["ts"]}
             first_ts = first_ts or str(found["ts"])

@@ -44,13 +44,21 @@ def socket() -> None:
     interrupted.
     """
     settings = Settings.from_env()
-    missing = [name for name, value in (
-        ("SLACK_APP_TOKEN (an app-level token, xapp-..., with connections:write)",
-         settings.slack_app_token),
-        ("SLACK_BOT_TOKEN (the bot token, xoxb-...)", settings.slack_bot_token),
-        ("a database (OPENLOOP_DATABASE_URL, or start the stack with `openloop up`)",
-         settings.database_url),
-    ) if not value]
+    missing = [
+        name
+        for name, value in (
+            (
+                "SLACK_APP_TOKEN (an app-level token, xapp-..., with connections:write)",
+                settings.slack_app_token,
+            ),
+            ("SLACK_BOT_TOKEN (the bot token, xoxb-...)", settings.slack_bot_token),
+            (
+                "a database (OPENLOOP_DATABASE_URL, or start the stack with `openloop up`)",
+                settings.database_url,
+            ),
+        )
+        if not value
+    ]
     if missing:
         typer.echo("error: Socket Mode needs " + "; ".join(missing), err=True)
         raise typer.Exit(2)
@@ -95,7 +103,9 @@ async def run_socket_mode(
 
 
 async def on_request(
-    dispatcher: SlackDispatcher, events: inbox.InboxDispatcher, client: SocketModeClient,
+    dispatcher: SlackDispatcher,
+    events: inbox.InboxDispatcher,
+    client: SocketModeClient,
     request: SocketModeRequest,
 ) -> None:
     try:

@@ -138,8 +138,7 @@ class WaitingTasks:
             thread: str | None = None
             async for event in handle.fetch_history_events(page_size=1):
                 started = event.workflow_execution_started_event_attributes
-                [inp] = await self.temporal.data_converter.decode(
-                    list(started.input.payloads), [TaskInput])
+                [inp] = await self.temporal.data_converter.decode(list(started.input.payloads), [TaskInput])
                 thread = inp.context.thread
                 break
             self._threads.remember(workflow_id, thread)
@@ -173,8 +172,9 @@ class SlackDispatcher:
             return await self._thread_reply(event, event_id, bot_user)
         return Outcome(f"ignored: event type {event.get('type')!r}")
 
-    async def _mention(self, event: dict[str, Any], event_id: str, bot_user: str | None,
-                       retry_num: str | None) -> Outcome:
+    async def _mention(
+        self, event: dict[str, Any], event_id: str, bot_user: str | None, retry_num: str | None
+    ) -> Outcome:
         channel, user, ts = event.get("channel"), event.get("user"), event.get("ts")
         if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
             return Outcome("malformed: app_mention without channel, user or ts", status=400)
@@ -185,28 +185,41 @@ class SlackDispatcher:
             if f"no-agent:{event_id}" in self._recent:
                 return Outcome("duplicate: no agent")
             self._recent.remember(f"no-agent:{event_id}")
-            return Outcome("no agent for channel", followups=[
-                lambda: self._post(channel, thread, blocks.no_agent_text(channel))])
+            return Outcome(
+                "no agent for channel",
+                followups=[lambda: self._post(channel, thread, blocks.no_agent_text(channel))],
+            )
         if not await self._may_trigger(agent, user):
-            return Outcome("not allowed to trigger", followups=[
-                lambda: self._ephemeral(channel, user, thread,
-                                        blocks.not_allowed_to_trigger_text(agent.name))])
-        context = SurfaceContext(surface="slack", channel=channel, user=user, thread=thread,
-                                 event_id=event_id, reply_target=ts)
+            return Outcome(
+                "not allowed to trigger",
+                followups=[
+                    lambda: self._ephemeral(
+                        channel, user, thread, blocks.not_allowed_to_trigger_text(agent.name)
+                    )
+                ],
+            )
+        context = SurfaceContext(
+            surface="slack", channel=channel, user=user, thread=thread, event_id=event_id, reply_target=ts
+        )
         request = strip_mention(str(event.get("text") or ""), bot_user) or DEFAULT_REQUEST
         task_id = task_id_for("slack", event_id)
         try:
-            _, started = await start_task(self.temporal, self.settings, agent, context, request,
-                                          task_id=task_id)
+            _, started = await start_task(
+                self.temporal, self.settings, agent, context, request, task_id=task_id
+            )
         except RPCError as exc:
             log.error("could not start %s for %s: %s", task_id, event_id, exc.status.name)
             return Outcome("start failed", status=503)  # Slack retries: nothing is lost
-        log.info("slack %s %s -> %s (retry %s)", event_id, "started" if started else "duplicate",
-                 task_id, retry_num or 0)
+        log.info(
+            "slack %s %s -> %s (retry %s)",
+            event_id,
+            "started" if started else "duplicate",
+            task_id,
+            retry_num or 0,
+        )
         return Outcome("started" if started else "duplicate: task exists")
 
-    async def _thread_reply(self, event: dict[str, Any], event_id: str,
-                            bot_user: str | None) -> Outcome:
+    async def _thread_reply(self, event: dict[str, Any], event_id: str, bot_user: str | None) -> Outcome:
         channel, user, text = event.get("channel"), event.get("user"), event.get("text") or ""
         thread, ts = event.get("thread_ts"), event.get("ts")
         if event.get("subtype") not in HUMAN_SUBTYPES or not thread or thread == ts:
@@ -290,20 +303,28 @@ class SlackDispatcher:
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 return Outcome("describe failed", status=503)
-            return Outcome("unknown task", followups=[
-                tell(blocks.request_closed_text("belongs to a task that no longer exists"))])
+            return Outcome(
+                "unknown task",
+                followups=[tell(blocks.request_closed_text("belongs to a task that no longer exists"))],
+            )
         if description.status != WorkflowExecutionStatus.RUNNING:
-            return Outcome("task finished", followups=[
-                tell(blocks.request_closed_text("is for a task that has already finished"))])
+            return Outcome(
+                "task finished",
+                followups=[tell(blocks.request_closed_text("is for a task that has already finished"))],
+            )
         view = await self._status(handle)
         problem = _click_problem(view, request_id, action_id) if view else None
         if problem is not None:
-            return Outcome(f"stale click: {problem}", followups=[
-                tell(blocks.request_closed_text(problem))])
-        if view is not None and view.pending_approval is not None and (
-                user not in view.pending_approval.approvers):
-            return Outcome("not an approver", followups=[
-                tell(blocks.not_allowed_to_approve_text(view.pending_approval.approvers))])
+            return Outcome(f"stale click: {problem}", followups=[tell(blocks.request_closed_text(problem))])
+        if (
+            view is not None
+            and view.pending_approval is not None
+            and (user not in view.pending_approval.approvers)
+        ):
+            return Outcome(
+                "not an approver",
+                followups=[tell(blocks.not_allowed_to_approve_text(view.pending_approval.approvers))],
+            )
         approve = action["action_id"] == blocks.APPROVE_ACTION
         signal = AgentTaskWorkflow.approve if approve else AgentTaskWorkflow.deny
         try:
@@ -318,8 +339,7 @@ class SlackDispatcher:
         """The task's pending request; None when no worker answers in time (the workflow
         checks the decision again itself)."""
         try:
-            view: TaskStatusView = await handle.query(AgentTaskWorkflow.status,
-                                                      rpc_timeout=QUERY_TIMEOUT)
+            view: TaskStatusView = await handle.query(AgentTaskWorkflow.status, rpc_timeout=QUERY_TIMEOUT)
             return view
         except Exception as exc:  # query failures come in several types; all mean "unknown"
             log.warning("status query of %s failed: %s", handle.id, type(exc).__name__)
@@ -328,12 +348,12 @@ class SlackDispatcher:
     # Follow-ups ----------------------------------------------------------------------------
 
     async def _post(self, channel: str, thread: str, text: str) -> None:
-        await bot_client(self.settings).chat_postMessage(channel=channel, thread_ts=thread,
-                                                         text=text)
+        await bot_client(self.settings).chat_postMessage(channel=channel, thread_ts=thread, text=text)
 
     async def _ephemeral(self, channel: str, user: str, thread: str | None, text: str) -> None:
-        await bot_client(self.settings).chat_postEphemeral(channel=channel, user=user, text=text,
-                                                           thread_ts=thread)
+        await bot_client(self.settings).chat_postEphemeral(
+            channel=channel, user=user, text=text, thread_ts=thread
+        )
 
 
 def _click_problem(view: TaskStatusView, request_id: str, action_id: str) -> str | None:

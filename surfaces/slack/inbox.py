@@ -57,8 +57,7 @@ def not_worth_recording(payload: dict[str, Any]) -> str | None:
     return f"event type {event.get('type')!r}"
 
 
-async def record(pool: AsyncConnectionPool, event_id: str, payload: dict[str, Any],
-                 retry_num: int) -> bool:
+async def record(pool: AsyncConnectionPool, event_id: str, payload: dict[str, Any], retry_num: int) -> bool:
     """Write the event durably; False when Slack delivered this event_id before.
 
     The ack's pool does not test connections before use (a round trip each): a connection
@@ -70,8 +69,7 @@ async def record(pool: AsyncConnectionPool, event_id: str, payload: dict[str, An
         return await _insert(pool, event_id, payload, retry_num)
 
 
-async def _insert(pool: AsyncConnectionPool, event_id: str, payload: dict[str, Any],
-                  retry_num: int) -> bool:
+async def _insert(pool: AsyncConnectionPool, event_id: str, payload: dict[str, Any], retry_num: int) -> bool:
     async with pool.connection() as conn:
         cursor = await conn.execute(
             "INSERT INTO slack_inbox (event_id, payload, retry_num) VALUES (%s, %s, %s) "
@@ -99,8 +97,9 @@ def backoff_seconds(attempts: int) -> float:
 class InboxDispatcher:
     """Claims due rows and hands each to the Slack dispatcher, until stopped."""
 
-    def __init__(self, pool: Callable[[], Awaitable[AsyncConnectionPool]],
-                 handler: Callable[[], Handler | None]):
+    def __init__(
+        self, pool: Callable[[], Awaitable[AsyncConnectionPool]], handler: Callable[[], Handler | None]
+    ):
         self._pool = pool
         self._handler = handler  # None while there is no Temporal connection yet
         self._wake = asyncio.Event()
@@ -117,8 +116,8 @@ class InboxDispatcher:
         """
         event_id = payload.get("event_id")
         if payload.get("type") == "event_callback" and (
-                not isinstance(payload.get("event"), dict) or not isinstance(event_id, str)
-                or not event_id):
+            not isinstance(payload.get("event"), dict) or not isinstance(event_id, str) or not event_id
+        ):
             return Outcome("malformed: no event or event_id", status=400)
         ignored = not_worth_recording(payload)
         if ignored is not None:
@@ -167,8 +166,7 @@ class InboxDispatcher:
         async def in_order() -> list[Outcome]:
             return [await dispatch(event) for event in replies]
 
-        started, answered = await asyncio.gather(
-            asyncio.gather(*(dispatch(e) for e in mentions)), in_order())
+        started, answered = await asyncio.gather(asyncio.gather(*(dispatch(e) for e in mentions)), in_order())
         outcomes = [*zip(mentions, started, strict=True), *zip(replies, answered, strict=True)]
         done = [(e, o) for e, o in outcomes if o.status < 500]
         retry = [(e, o) for e, o in outcomes if o.status >= 500]
@@ -178,15 +176,22 @@ class InboxDispatcher:
                     "UPDATE slack_inbox AS i SET handled_at = now(), outcome = d.outcome "
                     "FROM unnest(%s::text[], %s::text[]) AS d(event_id, outcome) "
                     "WHERE i.event_id = d.event_id",
-                    ([e.event_id for e, _ in done], [o.note for _, o in done]))
+                    ([e.event_id for e, _ in done], [o.note for _, o in done]),
+                )
             for event, outcome in retry:
                 delay = backoff_seconds(event.attempts)
-                log.warning("slack %s not dispatched (%s); attempt %d, next in %.0f s",
-                            event.event_id, outcome.note, event.attempts, delay)
+                log.warning(
+                    "slack %s not dispatched (%s); attempt %d, next in %.0f s",
+                    event.event_id,
+                    outcome.note,
+                    event.attempts,
+                    delay,
+                )
                 await conn.execute(
                     "UPDATE slack_inbox SET outcome = %s, "
                     "next_attempt_at = now() + make_interval(secs => %s) WHERE event_id = %s",
-                    (outcome.note, delay, event.event_id))
+                    (outcome.note, delay, event.event_id),
+                )
         for event, outcome in done:
             if outcome.status >= 400:
                 log.warning("slack %s rejected: %s", event.event_id, outcome.note)
@@ -205,14 +210,16 @@ class InboxDispatcher:
                 (LEASE_SECONDS, BATCH),
             )
             rows = sorted(await cursor.fetchall(), key=lambda row: row["received_at"])
-        return [InboxEvent(r["event_id"], _as_dict(r["payload"]), r["retry_num"], r["attempts"])
-                for r in rows]
+        return [
+            InboxEvent(r["event_id"], _as_dict(r["payload"]), r["retry_num"], r["attempts"]) for r in rows
+        ]
 
     async def prune(self) -> None:
         pool = await self._pool()
         async with pool.connection() as conn:
             await conn.execute(
-                "DELETE FROM slack_inbox WHERE handled_at < now() - %s::interval", (KEEP_HANDLED,))
+                "DELETE FROM slack_inbox WHERE handled_at < now() - %s::interval", (KEEP_HANDLED,)
+            )
 
 
 async def backlog(pool: AsyncConnectionPool) -> int:

@@ -38,16 +38,20 @@ CHANNEL = os.environ.get("SLACK_LIVE_CHANNEL")
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not (TOKEN and CHANNEL),
-                       reason="set SLACK_LIVE_BOT_TOKEN and SLACK_LIVE_CHANNEL to run"),
+    pytest.mark.skipif(
+        not (TOKEN and CHANNEL), reason="set SLACK_LIVE_BOT_TOKEN and SLACK_LIVE_CHANNEL to run"
+    ),
 ]
 
 
 @pytest.fixture
 def rt() -> Runtime:
-    return Runtime(Settings(slack_bot_token=SecretStr(TOKEN or ""),
-                            slack_api_url=os.environ.get("OPENLOOP_SLACK_API_URL",
-                                                         "https://slack.com/api/")))
+    return Runtime(
+        Settings(
+            slack_bot_token=SecretStr(TOKEN or ""),
+            slack_api_url=os.environ.get("OPENLOOP_SLACK_API_URL", "https://slack.com/api/"),
+        )
+    )
 
 
 @pytest.fixture
@@ -63,32 +67,53 @@ async def thread(rt: Runtime) -> AsyncIterator[str]:
 async def test_a_task_thread_on_real_slack(rt: Runtime, thread: str) -> None:
     assert CHANNEL is not None
     task_id = f"task-slack-live-{uuid.uuid4().hex[:8]}"
-    ctx = SurfaceContext("slack", CHANNEL, "U_LIVE", thread=thread, event_id="EvLive",
-                         reply_target=thread)
+    ctx = SurfaceContext("slack", CHANNEL, "U_LIVE", thread=thread, event_id="EvLive", reply_target=thread)
     await slack_surface.task_started(PostReplyInput(task_id, ctx, "", TaskStatus.RUNNING, 0), rt)
-    request = ApprovalRequest("apr-live-1", "c" * 32, "memory.save", {"content": "live test"},
-                              ["U_NOBODY"], "2025-01-01T00:00:00+00:00",
-                              "2099-01-01T00:00:00+00:00", "offline/demo", 0.0)
+    request = ApprovalRequest(
+        "apr-live-1",
+        "c" * 32,
+        "memory.save",
+        {"content": "live test"},
+        ["U_NOBODY"],
+        "2025-01-01T00:00:00+00:00",
+        "2099-01-01T00:00:00+00:00",
+        "offline/demo",
+        0.0,
+    )
     posted = await slack_surface.post_approval_request(
-        PostApprovalRequestInput(task_id, ctx, request, "live-agent"), rt)
+        PostApprovalRequestInput(task_id, ctx, request, "live-agent"), rt
+    )
     assert posted.message_ref and posted.message_ref.startswith(f"{CHANNEL}:")
-    await slack_surface.resolve_approval_request(ResolveApprovalRequestInput(
-        task_id, ctx, request, posted.message_ref, "denied", "U_NOBODY",
-        "2025-01-01T00:01:00+00:00"), rt)
+    await slack_surface.resolve_approval_request(
+        ResolveApprovalRequestInput(
+            task_id, ctx, request, posted.message_ref, "denied", "U_NOBODY", "2025-01-01T00:01:00+00:00"
+        ),
+        rt,
+    )
     reply = "**Done.** " + "word " * 1200  # over one message
     for _ in range(2):  # a retried activity posts once
         await slack_surface.post_reply(PostReplyInput(task_id, ctx, reply, TaskStatus.SUCCESS, 2), rt)
 
     memory = MemoryScopeRef("default", "live", "channel", "slack:live", "offline/hashing-256", 1)
-    tool = ToolCallInput(task_id, 3, "call_1", "slack.post_message", {"text": "tool post"},
-                         f"{task_id}:3:call_1", ctx, memory, "U_LIVE")
+    tool = ToolCallInput(
+        task_id,
+        3,
+        "call_1",
+        "slack.post_message",
+        {"text": "tool post"},
+        f"{task_id}:3:call_1",
+        ctx,
+        memory,
+        "U_LIVE",
+    )
     post = get_handler("slack.post_message")
     read = get_handler("slack.read_thread")
     assert post is not None and read is not None
     for _ in range(2):
         await post(tool, rt)
-    output = await read(ToolCallInput(task_id, 4, "call_2", "slack.read_thread", {}, "k", ctx,
-                                      memory, "U_LIVE"), rt)
+    output = await read(
+        ToolCallInput(task_id, 4, "call_2", "slack.read_thread", {}, "k", ctx, memory, "U_LIVE"), rt
+    )
     assert "tool post" in output and "OpenLoop live test" in output
 
     messages = await thread_messages(bot_client(rt.settings), CHANNEL, thread)

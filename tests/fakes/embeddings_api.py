@@ -40,10 +40,14 @@ class FakeEmbeddingsAPI:
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 length = int(self.headers.get("content-length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                api.requests.append({
-                    "path": self.path, "body": body, "headers": dict(self.headers),
-                    "authorization": self.headers.get("authorization"),
-                })
+                api.requests.append(
+                    {
+                        "path": self.path,
+                        "body": body,
+                        "headers": dict(self.headers),
+                        "authorization": self.headers.get("authorization"),
+                    }
+                )
                 if self.path not in PATHS:
                     return self._send(404, {"error": {"message": "not found"}})
                 if api.errors:
@@ -62,13 +66,19 @@ class FakeEmbeddingsAPI:
                         encoded = vector
                     data.append({"object": "embedding", "index": index, "embedding": encoded})
                 tokens = sum(len(str(t).split()) for t in texts)
-                self._send(200, {
-                    "object": "list", "data": data, "model": body.get("model"),
-                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-                })
+                self._send(
+                    200,
+                    {
+                        "object": "list",
+                        "data": data,
+                        "model": body.get("model"),
+                        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+                    },
+                )
 
-            def _send(self, status: int, payload: dict[str, Any],
-                      headers: dict[str, str] | None = None) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 raw = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")

@@ -51,8 +51,9 @@ def _truthy(value: Any) -> bool:
 
 
 class FakeSlack:
-    def __init__(self, token: str = "xoxb-test-token", app_token: str = "xapp-test-token",
-                 page_size: int | None = None):
+    def __init__(
+        self, token: str = "xoxb-test-token", app_token: str = "xapp-test-token", page_size: int | None = None
+    ):
         self.token = token
         self.app_token = app_token
         self.page_size = page_size  # caps `limit`, so tests see several pages
@@ -128,12 +129,17 @@ class FakeSlack:
         self._seq += 1
         return f"{self._clock}.{self._seq:06d}"
 
-    def add_user(self, user_id: str, name: str, real_name: str = "", *,
-                 display_name: str = "", is_bot: bool = False) -> None:
+    def add_user(
+        self, user_id: str, name: str, real_name: str = "", *, display_name: str = "", is_bot: bool = False
+    ) -> None:
         with self._lock:
             self._state.users[user_id] = {
-                "id": user_id, "team_id": TEAM, "name": name, "real_name": real_name or name,
-                "is_bot": is_bot, "deleted": False,
+                "id": user_id,
+                "team_id": TEAM,
+                "name": name,
+                "real_name": real_name or name,
+                "is_bot": is_bot,
+                "deleted": False,
                 "profile": {"real_name": real_name or name, "display_name": display_name},
             }
 
@@ -141,8 +147,15 @@ class FakeSlack:
         with self._lock:
             self._state.usergroups[group_id] = list(users)
 
-    def add_message(self, channel: str, text: str, *, user: str | None = None,
-                    thread_ts: str | None = None, bot_id: str | None = None) -> str:
+    def add_message(
+        self,
+        channel: str,
+        text: str,
+        *,
+        user: str | None = None,
+        thread_ts: str | None = None,
+        bot_id: str | None = None,
+    ) -> str:
         with self._lock:
             return self._store(channel, {"user": user, "bot_id": bot_id, "text": text}, thread_ts)
 
@@ -159,7 +172,8 @@ class FakeSlack:
     def delete_message(self, channel: str, ts: str) -> None:
         with self._lock:
             self._state.messages[channel] = [
-                m for m in self._state.messages.get(channel, []) if m["ts"] != ts]
+                m for m in self._state.messages.get(channel, []) if m["ts"] != ts
+            ]
 
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         return [c.args for c in self.calls if c.method == method and c.status == 200]
@@ -195,8 +209,12 @@ class FakeSlack:
 
     def _store(self, channel: str, fields: dict[str, Any], thread_ts: str | None) -> str:
         ts = self._next_ts()
-        message = {"type": "message", "ts": ts, "team": TEAM,
-                   **{k: v for k, v in fields.items() if v is not None}}
+        message = {
+            "type": "message",
+            "ts": ts,
+            "team": TEAM,
+            **{k: v for k, v in fields.items() if v is not None},
+        }
         if thread_ts:
             message["thread_ts"] = thread_ts
             parent = self._find(channel, thread_ts)
@@ -210,8 +228,11 @@ class FakeSlack:
         return next((m for m in self._state.messages.get(channel, []) if m["ts"] == ts), None)
 
     def _thread_of(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
-        return [m for m in self._state.messages.get(channel, [])
-                if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts]
+        return [
+            m
+            for m in self._state.messages.get(channel, [])
+            if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts
+        ]
 
     # HTTP ---------------------------------------------------------------------------------
 
@@ -229,8 +250,11 @@ class FakeSlack:
             if limited and limited[0] > 0:
                 limited[0] -= 1
                 self.calls.append(Call(method, args, 429))
-                return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
-                                         headers={"Retry-After": str(limited[1])})
+                return web.json_response(
+                    {"ok": False, "error": "ratelimited"},
+                    status=429,
+                    headers={"Retry-After": str(limited[1])},
+                )
             self.calls.append(Call(method, args))
             expected = self.app_token if method == "apps.connections.open" else self.token
             if token != expected:
@@ -249,13 +273,24 @@ class FakeSlack:
         return result
 
     def _m_auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "url": "https://fake.slack.test/", "team": "Fake", "user": "openloop",
-                "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID,
-                "is_enterprise_install": False}
+        return {
+            "ok": True,
+            "url": "https://fake.slack.test/",
+            "team": "Fake",
+            "user": "openloop",
+            "team_id": TEAM,
+            "user_id": BOT_USER,
+            "bot_id": BOT_ID,
+            "is_enterprise_install": False,
+        }
 
     def _bot_fields(self) -> dict[str, Any]:
-        return {"user": BOT_USER, "bot_id": BOT_ID, "app_id": APP_ID,
-                "bot_profile": {"id": BOT_ID, "name": "openloop", "app_id": APP_ID}}
+        return {
+            "user": BOT_USER,
+            "bot_id": BOT_ID,
+            "app_id": APP_ID,
+            "bot_profile": {"id": BOT_ID, "name": "openloop", "app_id": APP_ID},
+        }
 
     def _m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
         channel, text, blocks = args.get("channel"), args.get("text"), args.get("blocks")
@@ -263,8 +298,12 @@ class FakeSlack:
             return {"ok": False, "error": "channel_not_found"}
         if not text and not blocks:
             return {"ok": False, "error": "no_text"}
-        fields = {**self._bot_fields(), "text": text or "", "blocks": _json(blocks),
-                  "metadata": _json(args.get("metadata"))}
+        fields = {
+            **self._bot_fields(),
+            "text": text or "",
+            "blocks": _json(blocks),
+            "metadata": _json(args.get("metadata")),
+        }
         ts = self._store(channel, fields, args.get("thread_ts") or None)
         message = self._find(channel, ts)
         return {"ok": True, "channel": channel, "ts": ts, "message": _public(message, True)}
@@ -280,8 +319,13 @@ class FakeSlack:
         if "metadata" in args:
             message["metadata"] = _json(args["metadata"])
         message["edited"] = {"user": BOT_USER, "ts": self._next_ts()}
-        return {"ok": True, "channel": args["channel"], "ts": message["ts"],
-                "text": message.get("text", ""), "message": _public(message, True)}
+        return {
+            "ok": True,
+            "channel": args["channel"],
+            "ts": message["ts"],
+            "text": message.get("text", ""),
+            "message": _public(message, True),
+        }
 
     def _m_chat_delete(self, args: dict[str, Any]) -> dict[str, Any]:
         channel, ts = str(args.get("channel")), str(args.get("ts"))
@@ -303,12 +347,16 @@ class FakeSlack:
             limit = min(limit, self.page_size)
         cursor = str(args.get("cursor") or "")
         start = int(base64.b64decode(cursor).decode().split(":")[1]) if cursor else 0
-        page = items[start:start + limit]
+        page = items[start : start + limit]
         more = start + limit < len(items)
         next_cursor = base64.b64encode(f"next:{start + limit}".encode()).decode() if more else ""
         with_metadata = _truthy(args.get("include_all_metadata"))
-        return {"ok": True, "messages": [_public(m, with_metadata) for m in page],
-                "has_more": more, "response_metadata": {"next_cursor": next_cursor}}
+        return {
+            "ok": True,
+            "messages": [_public(m, with_metadata) for m in page],
+            "has_more": more,
+            "response_metadata": {"next_cursor": next_cursor},
+        }
 
     def _m_conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
         thread = self._thread_of(str(args.get("channel")), str(args.get("ts")))
@@ -317,8 +365,11 @@ class FakeSlack:
         return self._page(sorted(thread, key=lambda m: m["ts"]), args)
 
     def _m_conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
-        top = [m for m in self._state.messages.get(str(args.get("channel")), [])
-               if m.get("thread_ts") in (None, m["ts"])]
+        top = [
+            m
+            for m in self._state.messages.get(str(args.get("channel")), [])
+            if m.get("thread_ts") in (None, m["ts"])
+        ]
         return self._page(sorted(top, key=lambda m: m["ts"], reverse=True), args)
 
     def _m_users_info(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -327,8 +378,9 @@ class FakeSlack:
 
     def _m_usergroups_users_list(self, args: dict[str, Any]) -> dict[str, Any]:
         users = self._state.usergroups.get(str(args.get("usergroup")))
-        return {"ok": True, "users": users} if users is not None else {
-            "ok": False, "error": "no_such_subteam"}
+        return (
+            {"ok": True, "users": users} if users is not None else {"ok": False, "error": "no_such_subteam"}
+        )
 
     def _m_reactions_add(self, args: dict[str, Any]) -> dict[str, Any]:
         key = (str(args.get("channel")), str(args.get("timestamp")))
@@ -357,10 +409,16 @@ class FakeSlack:
         socket = web.WebSocketResponse(autoping=True)
         await socket.prepare(request)
         self._sockets.append(socket)
-        await socket.send_str(json.dumps({
-            "type": "hello", "num_connections": 1, "connection_info": {"app_id": APP_ID},
-            "debug_info": {"host": "fake-slack", "approximate_connection_time": 3600},
-        }))
+        await socket.send_str(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "num_connections": 1,
+                    "connection_info": {"app_id": APP_ID},
+                    "debug_info": {"host": "fake-slack", "approximate_connection_time": 3600},
+                }
+            )
+        )
         try:
             async for message in socket:
                 if message.type == WSMsgType.TEXT:

@@ -50,9 +50,7 @@ def unique_name() -> str:
 def test_validate_good_files_needs_no_database(runner: CliRunner, tmp_path: Path) -> None:
     env = {"OPENLOOP_DATABASE_URL": "", "OPENLOOP_STATE_DIR": str(tmp_path), "COLUMNS": "200"}
     good = [str(p) for p in sorted(EXAMPLES_DIR.glob("*.yaml"))]
-    result = runner.invoke(
-        app, ["agents", "validate", *[a for p in good for a in ("-f", p)]], env=env
-    )
+    result = runner.invoke(app, ["agents", "validate", *[a for p in good for a in ("-f", p)]], env=env)
     assert result.exit_code == 0, result.output
     for path in good:
         assert f"{path}: OK" in result.output
@@ -64,12 +62,8 @@ def test_validate_bad_file_lists_each_problem(
 ) -> None:
     good = agent_file(tmp_path, unique_name())
     bad = tmp_path / "bad.yaml"
-    bad.write_text(
-        MINIMAL.replace("scope: channel", "scope: galaxy").replace("ttl: 72h", "ttl: soon")
-    )
-    result = runner.invoke(
-        app, ["agents", "validate", "-f", str(good), "-f", str(bad)], env=cli_env
-    )
+    bad.write_text(MINIMAL.replace("scope: channel", "scope: galaxy").replace("ttl: 72h", "ttl: soon"))
+    result = runner.invoke(app, ["agents", "validate", "-f", str(good), "-f", str(bad)], env=cli_env)
     assert result.exit_code == 1
     assert f"{good}: OK" in result.output
     assert f"{bad}: 2 problems" in result.output
@@ -97,9 +91,7 @@ def test_apply_with_a_bad_file_applies_nothing(
     assert f"no agent named {name!r}" in shown.output
 
 
-def test_apply_versions_list_and_show(
-    runner: CliRunner, tmp_path: Path, cli_env: dict[str, str]
-) -> None:
+def test_apply_versions_list_and_show(runner: CliRunner, tmp_path: Path, cli_env: dict[str, str]) -> None:
     name = unique_name()
     first = agent_file(tmp_path, name, "First instructions.")
 
@@ -196,16 +188,31 @@ def test_two_agents_never_answer_for_the_same_channel(
 ) -> None:
     channel = "C" + uuid.uuid4().hex[:10].upper()
     first, second, third = unique_name(), unique_name(), unique_name()
-    assert runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, first, channel))],
-                         env=cli_env).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["agents", "apply", "-f", str(bound_file(tmp_path, first, channel))], env=cli_env
+        ).exit_code
+        == 0
+    )
 
-    taken = runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, second, channel))],
-                          env=cli_env)
+    taken = runner.invoke(
+        app, ["agents", "apply", "-f", str(bound_file(tmp_path, second, channel))], env=cli_env
+    )
     assert taken.exit_code == 1
     assert f"agent '{second}' claims Slack channel {channel}" in taken.output
     assert f"agent '{first}'" in taken.output and "remove it from one of them" in taken.output
-    both = runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, third, channel + "X")),
-                               "-f", str(bound_file(tmp_path, second, channel + "X"))], env=cli_env)
+    both = runner.invoke(
+        app,
+        [
+            "agents",
+            "apply",
+            "-f",
+            str(bound_file(tmp_path, third, channel + "X")),
+            "-f",
+            str(bound_file(tmp_path, second, channel + "X")),
+        ],
+        env=cli_env,
+    )
     assert both.exit_code == 1 and "nothing applied" in both.output
     listed = runner.invoke(app, ["agents", "list"], env=cli_env).output
     assert first in listed and second not in listed and third not in listed
@@ -213,8 +220,12 @@ def test_two_agents_never_answer_for_the_same_channel(
     # The agent that holds the channel may re-apply it, and may hand it over.
     moved = bound_file(tmp_path, first, channel + "Y")
     assert runner.invoke(app, ["agents", "apply", "-f", str(moved)], env=cli_env).exit_code == 0
-    assert runner.invoke(app, ["agents", "apply", "-f", str(bound_file(tmp_path, second, channel))],
-                         env=cli_env).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["agents", "apply", "-f", str(bound_file(tmp_path, second, channel))], env=cli_env
+        ).exit_code
+        == 0
+    )
 
 
 async def test_the_store_refuses_a_second_agent_for_a_repo_even_without_the_cli(
@@ -227,9 +238,14 @@ async def test_the_store_refuses_a_second_agent_for_a_repo_even_without_the_cli(
     repo = f"acme/{uuid.uuid4().hex[:8]}"
 
     def bound(name: str, spelled: str) -> AgentConfig:
-        return AgentConfig.model_validate({
-            "apiVersion": "openloop.ai/v1alpha1", "kind": "Agent", "metadata": {"name": name},
-            "spec": {"surfaces": {"github": {"repos": [spelled]}}}})
+        return AgentConfig.model_validate(
+            {
+                "apiVersion": "openloop.ai/v1alpha1",
+                "kind": "Agent",
+                "metadata": {"name": name},
+                "spec": {"surfaces": {"github": {"repos": [spelled]}}},
+            }
+        )
 
     pool = await get_pool(db_settings.require_database_url())
     await apply_agent(pool, bound(unique_name(), repo))

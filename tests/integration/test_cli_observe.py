@@ -39,8 +39,11 @@ class Cli:
     address: str
 
     async def __call__(self, *args: str) -> Result:
-        env = {"OPENLOOP_TEMPORAL_ADDRESS": self.address, "OPENLOOP_TEMPORAL_UI_PORT": "8233",
-               "COLUMNS": "250"}
+        env = {
+            "OPENLOOP_TEMPORAL_ADDRESS": self.address,
+            "OPENLOOP_TEMPORAL_UI_PORT": "8233",
+            "COLUMNS": "250",
+        }
         return await asyncio.to_thread(lambda: CliRunner().invoke(app, list(args), env=env))
 
     async def until(self, expected: str, *args: str) -> Result:
@@ -64,17 +67,24 @@ class Tasks:
 async def _start(client: Client, yaml_text: str, agent: str, channel: str, task_queue: str) -> Handle:
     inp = TaskInput(
         task_id=f"task-cli-observe-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(yaml_text.replace("{name: helper}", f"{{name: {agent}}}")
-                          .replace("{name: triage}", f"{{name: {agent}}}")),
+        agent=parse_agent(
+            yaml_text.replace("{name: helper}", f"{{name: {agent}}}").replace(
+                "{name: triage}", f"{{name: {agent}}}"
+            )
+        ),
         agent_version=1,
         context=SurfaceContext(surface="cli", channel=channel, user="U_BOB"),
         request="what did we decide about deploys?",
     )
-    attributes = TypedSearchAttributes([
-        SearchAttributePair(search.AGENT, agent), SearchAttributePair(search.WORKSPACE, "default"),
-        SearchAttributePair(search.CHANNEL, channel), SearchAttributePair(search.SURFACE, "cli"),
-        SearchAttributePair(search.STATUS, TaskStatus.RUNNING.value),
-    ])
+    attributes = TypedSearchAttributes(
+        [
+            SearchAttributePair(search.AGENT, agent),
+            SearchAttributePair(search.WORKSPACE, "default"),
+            SearchAttributePair(search.CHANNEL, channel),
+            SearchAttributePair(search.SURFACE, "cli"),
+            SearchAttributePair(search.STATUS, TaskStatus.RUNNING.value),
+        ]
+    )
     return await client.start_workflow(
         AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue, search_attributes=attributes
     )
@@ -83,13 +93,28 @@ async def _start(client: Client, yaml_text: str, agent: str, channel: str, task_
 @pytest.fixture
 async def tasks(client: Client, task_queue: str) -> AsyncIterator[Tasks]:
     suffix = uuid.uuid4().hex[:8]
-    script = Script([], default=lambda inp: say("Tuesdays.", (210, 15), 0.0004) if inp.step > 1 else use(
-        "github.create_issue" if inp.agent_name.startswith("triage") else "memory.search",
-        ISSUE_ARGS if inp.agent_name.startswith("triage") else SEARCH_ARGS, "c1", (150, 20), 0.0003,
-    ))
-    worker = Worker(client, task_queue=task_queue, workflows=[AgentTaskWorkflow],
-                    activities=script.activities(), workflow_runner=workflow_runner(),
-                    interceptors=worker_interceptors())
+    script = Script(
+        [],
+        default=lambda inp: (
+            say("Tuesdays.", (210, 15), 0.0004)
+            if inp.step > 1
+            else use(
+                "github.create_issue" if inp.agent_name.startswith("triage") else "memory.search",
+                ISSUE_ARGS if inp.agent_name.startswith("triage") else SEARCH_ARGS,
+                "c1",
+                (150, 20),
+                0.0003,
+            )
+        ),
+    )
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=script.activities(),
+        workflow_runner=workflow_runner(),
+        interceptors=worker_interceptors(),
+    )
     async with worker:
         answered = await _start(client, HELPER_YAML, f"helper-{suffix}", f"eng-{suffix}", task_queue)
         waiting = await _start(client, ISSUES_YAML, f"triage-{suffix}", f"ops-{suffix}", task_queue)
@@ -115,8 +140,9 @@ async def test_tasks_list_filters_by_agent_status_and_channel(cli: Cli, tasks: T
     assert "$0.0007" in listed.output  # the cost search attribute, written when the task ended
     assert f"OpenLoopAgent = 'helper-{tasks.suffix}'" in listed.output  # the query, to reuse
 
-    waiting = await cli.until(tasks.waiting.id, "tasks", "list", "--status", "waiting_approval",
-                              "--channel", f"ops-{tasks.suffix}")
+    waiting = await cli.until(
+        tasks.waiting.id, "tasks", "list", "--status", "waiting_approval", "--channel", f"ops-{tasks.suffix}"
+    )
     assert "WAITING_APPROVAL" in waiting.output and tasks.answered.id not in waiting.output
 
     none = await cli("tasks", "list", "--agent", f"helper-{tasks.suffix}", "--status", "RUNNING")
@@ -153,8 +179,9 @@ async def test_tasks_show_and_explain_follow_an_approval_live_and_after_the_fact
 
     pending = (await tasks.waiting.query(AgentTaskWorkflow.status)).pending_approval
     assert pending is not None
-    await tasks.waiting.signal(AgentTaskWorkflow.approve,
-                               ApprovalDecision(pending.request_id, pending.action_id, "U_ALICE"))
+    await tasks.waiting.signal(
+        AgentTaskWorkflow.approve, ApprovalDecision(pending.request_id, pending.action_id, "U_ALICE")
+    )
     assert (await tasks.waiting.result()).status == TaskStatus.SUCCESS
     after = await cli("tasks", "show", tasks.waiting.id)
     assert "approve from U_ALICE" in after.output  # the signal, with when it came
@@ -197,8 +224,16 @@ async def test_replay_a_task_all_recent_tasks_and_an_exported_file(
     # A history exported with the temporal CLI replays offline.
     exported = tmp_path / "exported.json"
     show = await asyncio.create_subprocess_exec(
-        find_binary("temporal"), "workflow", "show", "--workflow-id", tasks.answered.id,
-        "--address", cli.address, "--output", "json", stdout=asyncio.subprocess.PIPE,
+        find_binary("temporal"),
+        "workflow",
+        "show",
+        "--workflow-id",
+        tasks.answered.id,
+        "--address",
+        cli.address,
+        "--output",
+        "json",
+        stdout=asyncio.subprocess.PIPE,
     )
     stdout, _ = await show.communicate()
     assert show.returncode == 0

@@ -226,7 +226,10 @@ def _compose() -> dict[str, Any]:
     """The compose file as the Compose CLI resolves it (anchors, merges, interpolation)."""
     result = subprocess.run(
         [find_binary("docker-compose"), "-f", str(DEPLOY / "compose.yaml"), "config", "--format", "json"],
-        capture_output=True, text=True, timeout=60, env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin"},
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
@@ -279,7 +282,9 @@ def _seconds(duration: str) -> float:
 def test_dockerfile_passes_hadolint() -> None:
     result = subprocess.run(
         [find_binary("hadolint"), "--failure-threshold", "info", str(DEPLOY / "Dockerfile")],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

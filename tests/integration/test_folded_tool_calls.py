@@ -48,8 +48,9 @@ async def test_folded_searches_run_first_and_reach_the_model_whole(api: FakeMode
     first = await ActivityEnvironment().run(call_model, start)
 
     api.answer("Tuesdays, after the soak.")
-    folded = FoldedTools([FoldedToolCall(1, "call_a", "memory.search", {"query": "deploy day", "k": 12})],
-                         CONTEXT, scope)
+    folded = FoldedTools(
+        [FoldedToolCall(1, "call_a", "memory.search", {"query": "deploy day", "k": 12})], CONTEXT, scope
+    )
     # The search the first answer asked for rides with the next call, before a user's message.
     follow = call_input(
         task_id=task_id,
@@ -73,9 +74,7 @@ async def test_folded_searches_run_first_and_reach_the_model_whole(api: FakeMode
     assert sent[4]["content"] == "U_BOB: and on holidays?"
     # Two rows appended (the result and the message) and the answer after them.
     assert result.transcript_upto == first.transcript_upto + 3
-    audits = await rows(
-        "SELECT key, tool, actor, outcome FROM audit_log WHERE task_id = %s", task_id
-    )
+    audits = await rows("SELECT key, tool, actor, outcome FROM audit_log WHERE task_id = %s", task_id)
     assert audits == [{"key": "1:call_a:tool", "tool": "memory.search", "actor": "U_BOB", "outcome": "ok"}]
 
     # A retry of an attempt that finished: the stored answer and the same tool results, with
@@ -92,8 +91,9 @@ async def test_more_concurrent_calls_than_pool_connections_all_finish(db_setting
     calls = (pool.max_size or 10) + 4
 
     async def one(n: int) -> int:
-        folded = FoldedTools([FoldedToolCall(1, f"call_{n}", "memory.search", {"query": "deploy"})],
-                             CONTEXT, scope)
+        folded = FoldedTools(
+            [FoldedToolCall(1, f"call_{n}", "memory.search", {"query": "deploy"})], CONTEXT, scope
+        )
         inp = call_input(models=["offline/demo"], transcript_upto=0, run_first=folded)
         result = await ActivityEnvironment().run(call_model, inp)
         return len(result.tool_results)

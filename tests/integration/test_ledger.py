@@ -38,25 +38,53 @@ async def agent_with_budget(
 ) -> str:
     name = f"spend-{uuid.uuid4().hex[:8]}"
     budget = {"monthly_usd": monthly, "per_channel_monthly_usd": per_channel}
-    await apply_agent(pool, AgentConfig.model_validate({
-        "apiVersion": "openloop.ai/v1alpha1", "kind": "Agent",
-        "metadata": {"name": name}, "spec": {"budget": budget},
-    }))
+    await apply_agent(
+        pool,
+        AgentConfig.model_validate(
+            {
+                "apiVersion": "openloop.ai/v1alpha1",
+                "kind": "Agent",
+                "metadata": {"name": name},
+                "spec": {"budget": budget},
+            }
+        ),
+    )
     return name
 
 
-def usage(agent: str, task: str, step: int, channel: str, model: str, cost: float,
-          at: datetime | None) -> UsageRow:
-    return UsageRow(task_id=task, step=step, agent=agent, workspace="default", channel=channel,
-                    surface="slack", model=model, prompt_tokens=100 * step,
-                    completion_tokens=10 * step, cost_usd=cost, created_at=at)
+def usage(
+    agent: str, task: str, step: int, channel: str, model: str, cost: float, at: datetime | None
+) -> UsageRow:
+    return UsageRow(
+        task_id=task,
+        step=step,
+        agent=agent,
+        workspace="default",
+        channel=channel,
+        surface="slack",
+        model=model,
+        prompt_tokens=100 * step,
+        completion_tokens=10 * step,
+        cost_usd=cost,
+        created_at=at,
+    )
 
 
-def event(task: str, key: str, arguments: dict[str, object] | None, agent: str = "helper"
-          ) -> AuditEvent:
-    return AuditEvent(task_id=task, step=3, key=key, agent=agent, workspace="default",
-                      channel="C1", kind="tool_call", actor="U_ALICE", tool="github.create_issue",
-                      arguments=arguments, outcome="ok", approver="U_BOB")
+def event(task: str, key: str, arguments: dict[str, object] | None, agent: str = "helper") -> AuditEvent:
+    return AuditEvent(
+        task_id=task,
+        step=3,
+        key=key,
+        agent=agent,
+        workspace="default",
+        channel="C1",
+        kind="tool_call",
+        actor="U_ALICE",
+        tool="github.create_issue",
+        arguments=arguments,
+        outcome="ok",
+        approver="U_BOB",
+    )
 
 
 async def test_usage_writes_are_idempotent_and_join_the_callers_transaction(
@@ -70,17 +98,20 @@ async def test_usage_writes_are_idempotent_and_join_the_callers_transaction(
             async with conn.transaction():
                 assert await write_usage(conn, usage("a", task, 2, "C1", "m", 0.02, None))
                 raise RuntimeError("the caller's transaction fails after the write")
-        rows = await (await conn.execute(
-            "SELECT step, key, cost_usd FROM usage_ledger WHERE task_id = %s", (task,)
-        )).fetchall()
+        rows = await (
+            await conn.execute("SELECT step, key, cost_usd FROM usage_ledger WHERE task_id = %s", (task,))
+        ).fetchall()
     assert rows == [{"step": 1, "key": "model:1", "cost_usd": 0.01}]
 
 
 async def test_audit_rows_keep_a_hash_and_a_redacted_preview(pool: AsyncConnectionPool) -> None:
     task = f"task-{uuid.uuid4().hex[:8]}"
     arguments: dict[str, object] = {
-        "repo": "acme/api", "title": "Flaky test", "body": "x" * 5000,
-        "api_key": "abc123", "Authorization": "Bearer very-secret-value",
+        "repo": "acme/api",
+        "title": "Flaky test",
+        "body": "x" * 5000,
+        "api_key": "abc123",
+        "Authorization": "Bearer very-secret-value",
         "nested": {"password": "hunter2", "note": "token is ghp_abcdefghijklmnopqrstuvwxyz"},
         "labels": [f"l{i}" for i in range(30)],
     }
@@ -91,7 +122,10 @@ async def test_audit_rows_keep_a_hash_and_a_redacted_preview(pool: AsyncConnecti
     assert len(rows) == 1
     row = rows[0]
     assert (row["actor"], row["approver"], row["tool"], row["outcome"]) == (
-        "U_ALICE", "U_BOB", "github.create_issue", "ok",
+        "U_ALICE",
+        "U_BOB",
+        "github.create_issue",
+        "ok",
     )
     canonical = json.dumps(arguments, sort_keys=True, separators=(",", ":"))
     assert row["arguments_sha256"] == hashlib.sha256(canonical.encode()).hexdigest()
@@ -121,17 +155,22 @@ async def test_usage_report_against_monthly_budgets(pool: AsyncConnectionPool) -
     assert report["total"]["cost_usd"] == 4.0 and report["total"]["calls"] == 3
     [by_agent] = report["by_agent"]
     assert (by_agent["month_usd"], by_agent["monthly_budget_usd"], by_agent["remaining_usd"]) == (
-        4.0, 10.0, 6.0,
+        4.0,
+        10.0,
+        6.0,
     )
     assert [(r["channel"], r["cost_usd"], r["monthly_budget_usd"]) for r in report["by_channel"]] == [
-        ("C1", 3.5, 4.0), ("C2", 0.5, 4.0),
+        ("C1", 3.5, 4.0),
+        ("C2", 0.5, 4.0),
     ]
     assert [(r["model"], r["cost_usd"]) for r in report["by_model"]] == [
-        ("m-big", 2.5), ("m-small", 1.5),
+        ("m-big", 2.5),
+        ("m-small", 1.5),
     ]
     assert report["by_task"][0]["task_id"] == f"{a}-t2"
     assert report["daily"] == [
-        {"day": "2024-03-02", "cost_usd": 1.0}, {"day": "2024-03-10", "cost_usd": 0.5},
+        {"day": "2024-03-02", "cost_usd": 1.0},
+        {"day": "2024-03-10", "cost_usd": 0.5},
         {"day": "2024-03-19", "cost_usd": 2.5},
     ]
     assert report["budget_usd"] == 10.0

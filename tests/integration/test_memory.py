@@ -37,7 +37,12 @@ FRIDAYS_NO = "Decision: we never deploy to production on Fridays, only Tuesdays.
 
 
 def ref(
-    workspace: str, key: str, *, agent: str = "helper", scope: str = "channel", days: int = 30,
+    workspace: str,
+    key: str,
+    *,
+    agent: str = "helper",
+    scope: str = "channel",
+    days: int = 30,
     model: str = OFFLINE_EMBEDDING,
 ) -> MemoryScopeRef:
     return MemoryScopeRef(workspace, agent, scope, key, model, days)
@@ -63,11 +68,23 @@ async def bulk_insert(pool: AsyncConnectionPool, scope: MemoryScopeRef, texts: l
             " created_at, expires_at) FROM STDIN"
         ) as copy:
             for text in texts:
-                await copy.write_row((
-                    scope.workspace, scope.agent, scope.scope, scope.scope_key, text,
-                    OFFLINE_EMBEDDING, 256, vector_literal(hashing_embedding(text)), "bulk", 0,
-                    f"bulk:{uuid.uuid4().hex}", now, now + timedelta(days=30),
-                ))
+                await copy.write_row(
+                    (
+                        scope.workspace,
+                        scope.agent,
+                        scope.scope,
+                        scope.scope_key,
+                        text,
+                        OFFLINE_EMBEDDING,
+                        256,
+                        vector_literal(hashing_embedding(text)),
+                        "bulk",
+                        0,
+                        f"bulk:{uuid.uuid4().hex}",
+                        now,
+                        now + timedelta(days=30),
+                    )
+                )
 
 
 async def test_one_channel_never_recalls_another_channels_decision(
@@ -92,9 +109,7 @@ async def test_the_database_hides_other_partitions_from_the_reader_role(
     async with pool.connection() as conn:
         async with conn.transaction():
             await conn.execute("SET LOCAL ROLE openloop_memory_reader")
-            await conn.execute(
-                "SELECT set_config('openloop.memory_partition', %s, true)", (partition_of(b),)
-            )
+            await conn.execute("SELECT set_config('openloop.memory_partition', %s, true)", (partition_of(b),))
             # No WHERE clause at all: the whole table shows channel B's row and nothing else.
             rows = await (await conn.execute("SELECT content FROM memories")).fetchall()
             assert [row["content"] for row in rows] == ["roadmap of channel B"]
@@ -117,13 +132,10 @@ async def test_the_database_hides_other_partitions_from_the_reader_role(
         assert (await count.fetchone()) == {"n": 2}
         # A search on a connection inside the caller's own transaction hands it back as it was.
         async with conn.transaction():
-            assert [i.content for i in await search(conn, b, "roadmap", 5)] == [
-                "roadmap of channel B"
-            ]
+            assert [i.content for i in await search(conn, b, "roadmap", 5)] == ["roadmap of channel B"]
             who = await (await conn.execute("SELECT current_user AS u")).fetchone()
             assert who is not None and who["u"] != "openloop_memory_reader"
-            count = await conn.execute("SELECT count(*) AS n FROM memories WHERE workspace = %s",
-                                       (ws,))
+            count = await conn.execute("SELECT count(*) AS n FROM memories WHERE workspace = %s", (ws,))
             assert (await count.fetchone()) == {"n": 2}
 
 
@@ -134,9 +146,10 @@ async def crowd(pg_url: str) -> AsyncIterator[tuple[MemoryScopeRef, MemoryScopeR
     ws = f"crowd-{uuid.uuid4().hex[:8]}"
     big, small = ref(ws, "slack:CBIG"), ref(ws, "slack:CSMALL")
     topics = ["deploy", "database", "billing", "oncall", "design", "hiring"]
+
     def texts(n: int, tag: str) -> list[str]:
-        return [f"{tag} note {i}: {topics[i % 6]} {topics[(i * 7) % 6]} item{i % 50}"
-                for i in range(n)]
+        return [f"{tag} note {i}: {topics[i % 6]} {topics[(i * 7) % 6]} item{i % 50}" for i in range(n)]
+
     await bulk_insert(pool, big, texts(600, "big"))
     await bulk_insert(pool, small, texts(10, "small"))
     for n in range(39):
@@ -196,9 +209,9 @@ async def test_remember_is_idempotent_per_workflow_step(pool: AsyncConnectionPoo
     again = await remember(pool, scope, "We chose Postgres 16.", "task-9", 3, "task-9:3:c1")
     assert first[1] is True and again == (first[0], False)
     # Retries racing each other still write one row.
-    racing = await asyncio.gather(*(
-        remember(pool, scope, "Retry storm", "task-9", 4, "task-9:4:c1") for _ in range(5)
-    ))
+    racing = await asyncio.gather(
+        *(remember(pool, scope, "Retry storm", "task-9", 4, "task-9:4:c1") for _ in range(5))
+    )
     assert len({memory_id for memory_id, _ in racing}) == 1
     assert sum(created for _, created in racing) == 1
     rows = await list_memories(pool, workspace=ws)
@@ -209,30 +222,37 @@ async def test_remember_is_idempotent_per_workflow_step(pool: AsyncConnectionPoo
 async def test_recency_is_blended_with_similarity(pool: AsyncConnectionPool, ws: str) -> None:
     scope = ref(ws, "slack:CREC", days=365)
     now = datetime.now(UTC)
-    await remember(pool, scope, "The deploy window is Tuesday.", "t", 1, f"{ws}:old",
-                   created_at=now - timedelta(days=120))
-    await remember(pool, scope, "The deploy window is Tuesday.", "t", 2, f"{ws}:new",
-                   created_at=now - timedelta(hours=2))
+    await remember(
+        pool,
+        scope,
+        "The deploy window is Tuesday.",
+        "t",
+        1,
+        f"{ws}:old",
+        created_at=now - timedelta(days=120),
+    )
+    await remember(
+        pool, scope, "The deploy window is Tuesday.", "t", 2, f"{ws}:new", created_at=now - timedelta(hours=2)
+    )
     await remember(pool, scope, "Lunch is at noon.", "t", 3, f"{ws}:lunch", created_at=now)
     items = await search(pool, scope, "when is the deploy window", 3)
     assert [item.content for item in items] == [
-        "The deploy window is Tuesday.", "The deploy window is Tuesday.", "Lunch is at noon.",
+        "The deploy window is Tuesday.",
+        "The deploy window is Tuesday.",
+        "Lunch is at noon.",
     ]
     assert items[0].created_at_iso > items[1].created_at_iso  # the newer one first
 
 
-async def test_expired_memories_are_not_recalled_and_get_purged(
-    pool: AsyncConnectionPool, ws: str
-) -> None:
+async def test_expired_memories_are_not_recalled_and_get_purged(pool: AsyncConnectionPool, ws: str) -> None:
     scope = ref(ws, "slack:CEXP", days=1)
     now = datetime.now(UTC)
-    stale, _ = await remember(pool, scope, "Old decision about caching.", "t", 1, f"{ws}:1",
-                              created_at=now - timedelta(days=3))
+    stale, _ = await remember(
+        pool, scope, "Old decision about caching.", "t", 1, f"{ws}:1", created_at=now - timedelta(days=3)
+    )
     fresh, _ = await remember(pool, scope, "New decision about caching.", "t", 2, f"{ws}:2")
     assert [i.id for i in await search(pool, scope, "caching decision", 5)] == [fresh]
-    assert {m.id for m in await list_memories(pool, workspace=ws, include_expired=True)} == {
-        stale, fresh
-    }
+    assert {m.id for m in await list_memories(pool, workspace=ws, include_expired=True)} == {stale, fresh}
     assert await purge_expired(pool) >= 1
     assert [m.id for m in await list_memories(pool, workspace=ws, include_expired=True)] == [fresh]
 
@@ -240,8 +260,7 @@ async def test_expired_memories_are_not_recalled_and_get_purged(
 async def test_workspace_memory_is_shared_channel_memory_is_per_agent(
     pool: AsyncConnectionPool, ws: str
 ) -> None:
-    await remember(pool, ref(ws, ws, scope="workspace"), "Company holiday is May 1.", "t", 1,
-                   f"{ws}:w")
+    await remember(pool, ref(ws, ws, scope="workspace"), "Company holiday is May 1.", "t", 1, f"{ws}:w")
     await remember(pool, ref(ws, "slack:CSH"), "Channel note of helper.", "t", 2, f"{ws}:c")
     other_agent = await search(pool, ref(ws, ws, agent="other", scope="workspace"), "holiday", 5)
     assert [i.content for i in other_agent] == ["Company holiday is May 1."]
@@ -258,14 +277,20 @@ async def test_forget_deletes_and_audits(pool: AsyncConnectionPool, ws: str) -> 
     assert await list_memories(pool, workspace=ws, include_expired=True) == []
     assert await forget(pool, memory_id, "alice") is None
     async with pool.connection() as conn:
-        rows = await (await conn.execute(
-            "SELECT actor, kind, tool, outcome, arguments_preview, arguments_sha256"
-            " FROM audit_log WHERE key = %s", (f"memory.forget:{memory_id}",)
-        )).fetchall()
+        rows = await (
+            await conn.execute(
+                "SELECT actor, kind, tool, outcome, arguments_preview, arguments_sha256"
+                " FROM audit_log WHERE key = %s",
+                (f"memory.forget:{memory_id}",),
+            )
+        ).fetchall()
     assert len(rows) == 1
     row = rows[0]
     assert (row["actor"], row["kind"], row["tool"], row["outcome"]) == (
-        "alice", "memory_forgotten", "memory.forget", "deleted",
+        "alice",
+        "memory_forgotten",
+        "memory.forget",
+        "deleted",
     )
     assert row["arguments_preview"]["reason"] == "asked by legal"
     assert len(row["arguments_sha256"]) == 64

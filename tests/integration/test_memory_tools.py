@@ -49,8 +49,15 @@ def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeEmbeddingsAPI]:
 def tool_input(tool: str, args: dict[str, object], memory: MemoryScopeRef, key: str) -> ToolCallInput:
     context = SurfaceContext(surface="slack", channel=memory.scope_key.split(":")[-1], user="U1")
     return ToolCallInput(
-        task_id=f"task-{key}", step=2, call_id="call-1", tool=tool, arguments=args,
-        idempotency_key=key, context=context, memory=memory, requested_by="U1",
+        task_id=f"task-{key}",
+        step=2,
+        call_id="call-1",
+        tool=tool,
+        arguments=args,
+        idempotency_key=key,
+        context=context,
+        memory=memory,
+        requested_by="U1",
     )
 
 
@@ -67,10 +74,10 @@ async def test_save_then_search_through_the_tool_activity(pool: AsyncConnectionP
     assert retried.output == first.output
     assert [m.content for m in await list_memories(pool, workspace=ws)] == [content]
 
-    await env.run(run_tool, tool_input("memory.save", {"content": "Other room: MySQL."}, there,
-                                       f"{ws}-s2"))
-    found = await env.run(run_tool, tool_input("memory.search", {"query": "which database?"},
-                                               here, f"{ws}-q1"))
+    await env.run(run_tool, tool_input("memory.save", {"content": "Other room: MySQL."}, there, f"{ws}-s2"))
+    found = await env.run(
+        run_tool, tool_input("memory.search", {"query": "which database?"}, here, f"{ws}-q1")
+    )
     assert found.ok and "Postgres 16" in found.output and "MySQL" not in found.output
     empty = await env.run(run_tool, tool_input("memory.save", {"content": "  "}, here, f"{ws}-s3"))
     assert not empty.ok and empty.error_kind == "invalid"
@@ -96,13 +103,17 @@ async def test_a_litellm_model_over_the_wire_and_models_never_mix(
         "Deploys happen on Friday."
     ]
     async with pool.connection() as conn:
-        row = await (await conn.execute(
-            "SELECT embedding_dims FROM memories WHERE idempotency_key = %s", (f"{ws}:paid",)
-        )).fetchone()
+        row = await (
+            await conn.execute(
+                "SELECT embedding_dims FROM memories WHERE idempotency_key = %s", (f"{ws}:paid",)
+            )
+        ).fetchone()
         assert row == {"embedding_dims": 8}
-        index = await (await conn.execute(
-            "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (hnsw_index_name(MODEL),)
-        )).fetchone()
+        index = await (
+            await conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE indexname = %s", (hnsw_index_name(MODEL),)
+            )
+        ).fetchone()
     assert index is not None and "vector(8)" in index["indexdef"] and MODEL in index["indexdef"]
 
     # A paid recall is a model call: one usage row, however often the activity is retried.
@@ -112,10 +123,13 @@ async def test_a_litellm_model_over_the_wire_and_models_never_mix(
         result = await env.run(recall, RecallInput(paid, "deploy day", 3, task_id))
         assert [i.content for i in result.items] == ["Deploys happen on Tuesday."]
     async with pool.connection() as conn:
-        usage = await (await conn.execute(
-            "SELECT model, prompt_tokens, channel, task_kind, cost_usd FROM usage_ledger"
-            " WHERE task_id = %s", (task_id,)
-        )).fetchall()
+        usage = await (
+            await conn.execute(
+                "SELECT model, prompt_tokens, channel, task_kind, cost_usd FROM usage_ledger"
+                " WHERE task_id = %s",
+                (task_id,),
+            )
+        ).fetchall()
     assert len(usage) == 1
     assert usage[0]["model"] == MODEL and usage[0]["prompt_tokens"] == 2
     assert usage[0]["channel"] == "slack:CMIX" and usage[0]["task_kind"] == "embedding"
@@ -143,11 +157,14 @@ async def test_provider_errors_are_classified(api: FakeEmbeddingsAPI) -> None:
 @pytest.fixture
 async def stored_agent(pool: AsyncConnectionPool) -> tuple[str, str, list[str]]:
     name = f"mem-{uuid.uuid4().hex[:8]}"
-    config = AgentConfig.model_validate({
-        "apiVersion": "openloop.ai/v1alpha1", "kind": "Agent",
-        "metadata": {"name": name, "workspace": "default"},
-        "spec": {"memory": {"scope": "channel", "retention_days": 30}},
-    })
+    config = AgentConfig.model_validate(
+        {
+            "apiVersion": "openloop.ai/v1alpha1",
+            "kind": "Agent",
+            "metadata": {"name": name, "workspace": "default"},
+            "spec": {"memory": {"scope": "channel", "retention_days": 30}},
+        }
+    )
     await apply_agent(pool, config)
     key = f"cli:room-{name}"
     scope = MemoryScopeRef("default", name, "channel", key, OFFLINE_EMBEDDING, 30)
@@ -170,8 +187,7 @@ def test_memory_commands(
     rows = [json.loads(line) for line in listed.output.splitlines()]
     assert {r["content"] for r in rows} == {"Deploy freeze starts Friday.", "Standup moved to 10:00."}
 
-    found = runner.invoke(app, ["memory", "search", "deploy freeze", "--agent", name, "--key", key,
-                                "--json"])
+    found = runner.invoke(app, ["memory", "search", "deploy freeze", "--agent", name, "--key", key, "--json"])
     assert found.exit_code == 0, found.output
     assert json.loads(found.output)["items"][0]["content"] == "Deploy freeze starts Friday."
     no_key = runner.invoke(app, ["memory", "search", "x", "--agent", name])

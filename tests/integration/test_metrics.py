@@ -40,10 +40,12 @@ async def test_prometheus_endpoint_counts_tasks_by_status_tokens_and_cost(
     runtime = metrics_runtime({"OPENLOOP_METRICS_ADDRESS": address})
     assert runtime is not None
     metered = await Client.connect(dev_server.address, runtime=runtime, data_converter=client.data_converter)
-    script = Script([
-        use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
-        say("Tuesdays.", (210, 15), 0.0004),
-    ])
+    script = Script(
+        [
+            use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
+            say("Tuesdays.", (210, 15), 0.0004),
+        ]
+    )
     inp = TaskInput(
         task_id=f"task-cli-metrics-{uuid.uuid4().hex[:10]}",
         agent=parse_agent(HELPER_YAML),
@@ -51,9 +53,14 @@ async def test_prometheus_endpoint_counts_tasks_by_status_tokens_and_cost(
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="what did we decide about deploys?",
     )
-    async with Worker(metered, task_queue=task_queue, workflows=[AgentTaskWorkflow],
-                      activities=script.activities(), workflow_runner=workflow_runner(),
-                      interceptors=worker_interceptors()):
+    async with Worker(
+        metered,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=script.activities(),
+        workflow_runner=workflow_runner(),
+        interceptors=worker_interceptors(),
+    ):
         result = await metered.execute_workflow(
             AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue
         )
@@ -75,13 +82,18 @@ def test_metrics_go_where_the_environment_says() -> None:
     assert metrics_config({}) is None
     prometheus = metrics_config({"OPENLOOP_METRICS_ADDRESS": "0.0.0.0:9464"})
     assert isinstance(prometheus, PrometheusConfig) and prometheus.bind_address == "0.0.0.0:9464"
-    otlp = metrics_config({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/",
-                           "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer t"})
+    otlp = metrics_config(
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/",
+            "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer t",
+        }
+    )
     assert otlp is not None and not isinstance(otlp, PrometheusConfig)
     assert otlp.url == "http://collector:4318/v1/metrics" and otlp.http
     assert otlp.headers == {"authorization": "Bearer t"}
-    grpc = metrics_config({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317",
-                           "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    grpc = metrics_config(
+        {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}
+    )
     assert grpc is not None and not isinstance(grpc, PrometheusConfig)
     assert grpc.url == "http://collector:4317" and not grpc.http
     off = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_METRICS_EXPORTER": "none"}
@@ -97,7 +109,10 @@ def test_installing_the_metrics_runtime_serves_prometheus_before_any_client() ->
         f"print(urllib.request.urlopen('http://{address}/metrics').status)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
         env={**os.environ, "OPENLOOP_METRICS_ADDRESS": address},
     )
     assert done.returncode == 0, done.stderr

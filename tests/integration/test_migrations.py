@@ -27,7 +27,5 @@ def test_concurrent_runs_apply_nothing_twice(pg_url: str) -> None:
 
 def test_pgvector_is_available(pg_url: str) -> None:
     with psycopg.connect(pg_url) as conn:
-        row = conn.execute(
-            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-        ).fetchone()
+        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
     assert row is not None and row[0] >= "0.6"

@@ -48,10 +48,14 @@ def fake_slack() -> Iterator[FakeSlack]:
 
 @pytest.fixture
 def slack_settings(settings: Settings, fake_slack: FakeSlack, task_queue: str) -> Settings:
-    value = settings.model_copy(update={
-        "slack_signing_secret": SecretStr(SECRET), "slack_bot_token": SecretStr(TOKEN),
-        "slack_api_url": fake_slack.base_url, "task_queue": task_queue,
-    })
+    value = settings.model_copy(
+        update={
+            "slack_signing_secret": SecretStr(SECRET),
+            "slack_bot_token": SecretStr(TOKEN),
+            "slack_api_url": fake_slack.base_url,
+            "task_queue": task_queue,
+        }
+    )
     activity_runtime.configure(value)
     return value
 
@@ -88,38 +92,64 @@ def _utf8(body: bytes) -> bool:
     return True
 
 
-def mention(channel: str, user: str = "U_ALICE", text: str | None = None, *,
-            event_id: str | None = None, thread_ts: str | None = None,
-            **extra: Any) -> dict[str, Any]:
-    event = {"type": "app_mention", "user": user, "channel": channel, "ts": "1700000000.000100",
-             "text": text if text is not None else f"<@{BOT_USER}> summarize this thread",
-             **({"thread_ts": thread_ts} if thread_ts else {}), **extra}
-    return {"type": "event_callback", "team_id": "T0FAKE", "api_app_id": "A0FAKE",
-            "event_id": event_id or "Ev" + uuid.uuid4().hex[:10].upper(), "event_time": 1700000000,
-            "authorizations": [{"team_id": "T0FAKE", "user_id": BOT_USER, "is_bot": True}],
-            "event": event}
+def mention(
+    channel: str,
+    user: str = "U_ALICE",
+    text: str | None = None,
+    *,
+    event_id: str | None = None,
+    thread_ts: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    event = {
+        "type": "app_mention",
+        "user": user,
+        "channel": channel,
+        "ts": "1700000000.000100",
+        "text": text if text is not None else f"<@{BOT_USER}> summarize this thread",
+        **({"thread_ts": thread_ts} if thread_ts else {}),
+        **extra,
+    }
+    return {
+        "type": "event_callback",
+        "team_id": "T0FAKE",
+        "api_app_id": "A0FAKE",
+        "event_id": event_id or "Ev" + uuid.uuid4().hex[:10].upper(),
+        "event_time": 1700000000,
+        "authorizations": [{"team_id": "T0FAKE", "user_id": BOT_USER, "is_bot": True}],
+        "event": event,
+    }
 
 
-async def post_event(http: httpx.AsyncClient, payload: dict[str, Any],
-                     headers: dict[str, str] | None = None) -> httpx.Response:
+async def post_event(
+    http: httpx.AsyncClient, payload: dict[str, Any], headers: dict[str, str] | None = None
+) -> httpx.Response:
     body = json.dumps(payload).encode()
-    return await http.post("/slack/events", content=body,
-                           headers={"Content-Type": "application/json", **signed(body),
-                                    **(headers or {})})
+    return await http.post(
+        "/slack/events",
+        content=body,
+        headers={"Content-Type": "application/json", **signed(body), **(headers or {})},
+    )
 
 
 async def post_click(http: httpx.AsyncClient, payload: dict[str, Any]) -> httpx.Response:
     body = urlencode({"payload": json.dumps(payload)}).encode()
-    return await http.post("/slack/interactivity", content=body, headers={
-        "Content-Type": "application/x-www-form-urlencoded", **signed(body)})
+    return await http.post(
+        "/slack/interactivity",
+        content=body,
+        headers={"Content-Type": "application/x-www-form-urlencoded", **signed(body)},
+    )
 
 
 async def stored_agent(settings: Settings, channel: str, **spec: Any) -> StoredAgent:
-    config = AgentConfig.model_validate({
-        "apiVersion": "openloop.ai/v1alpha1", "kind": "Agent",
-        "metadata": {"name": f"slack-{uuid.uuid4().hex[:8]}"},
-        "spec": {"surfaces": {"slack": {"channels": [channel], **spec.pop("slack", {})}}, **spec},
-    })
+    config = AgentConfig.model_validate(
+        {
+            "apiVersion": "openloop.ai/v1alpha1",
+            "kind": "Agent",
+            "metadata": {"name": f"slack-{uuid.uuid4().hex[:8]}"},
+            "spec": {"surfaces": {"slack": {"channels": [channel], **spec.pop("slack", {})}}, **spec},
+        }
+    )
     stored, _ = await apply_agent(await get_pool(settings.require_database_url()), config)
     return stored
 
@@ -130,9 +160,11 @@ async def settled(settings: Settings, event_id: str, seconds: float = 15.0) -> s
     deadline = time.monotonic() + seconds
     while True:
         async with pool.connection() as conn:
-            row = await (await conn.execute(
-                "SELECT handled_at, outcome FROM slack_inbox WHERE event_id = %s", (event_id,)
-            )).fetchone()
+            row = await (
+                await conn.execute(
+                    "SELECT handled_at, outcome FROM slack_inbox WHERE event_id = %s", (event_id,)
+                )
+            ).fetchone()
         if row is None:
             return None
         if row["handled_at"] is not None:
@@ -169,7 +201,9 @@ async def test_url_verification_answers_the_challenge(http: httpx.AsyncClient) -
 
 
 async def test_forged_stale_and_unsigned_requests_are_refused_and_start_nothing(
-    http: httpx.AsyncClient, slack_settings: Settings, client: Client,
+    http: httpx.AsyncClient,
+    slack_settings: Settings,
+    client: Client,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     channel = new_channel()
@@ -181,7 +215,9 @@ async def test_forged_stale_and_unsigned_requests_are_refused_and_start_nothing(
     stale = {**json_type, **signed(body, timestamp=int(time.time()) - 301)}
     tampered = {**json_type, **signed(body)}
     attempts = [
-        (body, forged), (body, stale), (body, json_type),
+        (body, forged),
+        (body, stale),
+        (body, json_type),
         (body, {**json_type, "X-Slack-Signature": signed(body)["X-Slack-Signature"]}),
         (body, {**json_type, "X-Slack-Request-Timestamp": str(int(time.time()))}),
         (body.replace(b"summarize", b"delete all"), tampered),
@@ -208,8 +244,7 @@ async def test_malformed_bodies_are_rejected(http: httpx.AsyncClient) -> None:
         response = await http.post("/slack/events", content=body, headers=signed(body))
         assert response.status_code == 400
     no_event = json.dumps({"type": "event_callback", "event_id": "EvX"}).encode()
-    assert (await http.post("/slack/events", content=no_event,
-                            headers=signed(no_event))).status_code == 400
+    assert (await http.post("/slack/events", content=no_event, headers=signed(no_event))).status_code == 400
     for body in (b"payload=%7Bnot-json", b"nothing=here"):
         response = await http.post("/slack/interactivity", content=body, headers=signed(body))
         assert response.status_code == 400
@@ -222,8 +257,9 @@ async def test_unsigned_requests_are_refused_when_no_secret_is_configured(
     settings: Settings, client: Client
 ) -> None:
     app = create_app(settings.model_copy(update={"slack_signing_secret": None}), client)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://surfaces.test") as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://surfaces.test"
+    ) as http:
         body = json.dumps(mention(new_channel())).encode()
         response = await http.post("/slack/events", content=body, headers=signed(body))
     assert response.status_code == 503
@@ -233,13 +269,16 @@ async def test_unsigned_requests_are_refused_when_no_secret_is_configured(
 
 
 async def test_mention_starts_one_task_for_the_channels_agent_even_when_redelivered(
-    http: httpx.AsyncClient, slack_settings: Settings, client: Client,
+    http: httpx.AsyncClient,
+    slack_settings: Settings,
+    client: Client,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     channel = new_channel()
     agent = await stored_agent(slack_settings, channel)
-    payload = mention(channel, text=f"<@{BOT_USER}> summarize this thread please",
-                      thread_ts="1699999999.000001")
+    payload = mention(
+        channel, text=f"<@{BOT_USER}> summarize this thread please", thread_ts="1699999999.000001"
+    )
     task_id = task_id_for("slack", payload["event_id"])
     begun = time.monotonic()
     response = await post_event(http, payload)
@@ -258,8 +297,9 @@ async def test_mention_starts_one_task_for_the_channels_agent_even_when_redelive
 
     with caplog.at_level("INFO", logger="openloop.slack"):
         for retry in ("1", "2"):
-            again = await post_event(http, payload, {"X-Slack-Retry-Num": retry,
-                                                     "X-Slack-Retry-Reason": "http_timeout"})
+            again = await post_event(
+                http, payload, {"X-Slack-Retry-Num": retry, "X-Slack-Retry-Reason": "http_timeout"}
+            )
             assert again.status_code == 200
     assert caplog.text.count("duplicate") == 2
     description = await client.get_workflow_handle(task_id).describe()
@@ -310,8 +350,11 @@ async def test_trigger_policy_admits_listed_users_and_group_members_only(
 ) -> None:
     channel = new_channel()
     fake_slack.set_usergroup("S_ONCALL", ["U_MEMBER"])
-    await stored_agent(slack_settings, channel, slack={"triggers": {
-        "everyone": False, "users": ["U_LISTED"], "usergroups": ["S_ONCALL"]}})
+    await stored_agent(
+        slack_settings,
+        channel,
+        slack={"triggers": {"everyone": False, "users": ["U_LISTED"], "usergroups": ["S_ONCALL"]}},
+    )
     outcomes = {}
     for user in ("U_LISTED", "U_MEMBER", "U_STRANGER"):
         payload = mention(channel, user=user)
@@ -337,21 +380,24 @@ async def test_a_temporal_outage_is_acked_and_the_task_starts_once_temporal_is_b
     await stored_agent(slack_settings, channel)
     payload = mention(channel)
     task_id = task_id_for("slack", payload["event_id"])
-    dead = await Client.connect(f"127.0.0.1:{free_port()}", lazy=True,
-                                data_converter=client.data_converter)
+    dead = await Client.connect(f"127.0.0.1:{free_port()}", lazy=True, data_converter=client.data_converter)
     down = create_app(slack_settings, dead)
-    async with down.router.lifespan_context(down), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=down), base_url="http://surfaces.test") as outage:
+    async with (
+        down.router.lifespan_context(down),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=down), base_url="http://surfaces.test") as outage,
+    ):
         assert (await post_event(outage, payload)).status_code == 200  # recorded: Slack is done
         pool = await get_pool(slack_settings.require_database_url())
 
         async def tried() -> bool:
             async with pool.connection() as conn:
-                row = await (await conn.execute(
-                    "SELECT attempts, outcome, handled_at FROM slack_inbox WHERE event_id = %s",
-                    (payload["event_id"],))).fetchone()
-            return bool(row and row["attempts"] >= 1 and row["outcome"]
-                        and row["handled_at"] is None)
+                row = await (
+                    await conn.execute(
+                        "SELECT attempts, outcome, handled_at FROM slack_inbox WHERE event_id = %s",
+                        (payload["event_id"],),
+                    )
+                ).fetchone()
+            return bool(row and row["attempts"] >= 1 and row["outcome"] and row["handled_at"] is None)
 
         deadline = time.monotonic() + 15
         while not await tried():
@@ -373,12 +419,14 @@ async def test_a_database_outage_answers_5xx_so_slacks_retry_loses_nothing(
 ) -> None:
     from workers.embedded import free_port
 
-    unreachable = slack_settings.model_copy(update={
-        "database_url": f"postgresql://openloop@127.0.0.1:{free_port()}/openloop?connect_timeout=1"})
+    unreachable = slack_settings.model_copy(
+        update={"database_url": f"postgresql://openloop@127.0.0.1:{free_port()}/openloop?connect_timeout=1"}
+    )
     app = create_app(unreachable, client)
     with caplog.at_level("ERROR", logger="openloop.slack"):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://surfaces.test") as http:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://surfaces.test"
+        ) as http:
             response = await post_event(http, mention(new_channel()))
     assert response.status_code == 503 and response.json()["error"] == "not_recorded"
     assert "could not be recorded" in caplog.text
@@ -387,21 +435,42 @@ async def test_a_database_outage_answers_5xx_so_slacks_retry_loses_nothing(
 # Clicks ------------------------------------------------------------------------------------
 
 
-def click(task_id: str, user: str = "U_APPROVER", action_id: str = blocks.APPROVE_ACTION,
-          value: str | None = None, channel: str = "C_CLICK") -> dict[str, Any]:
-    value = value if value is not None else json.dumps(
-        {"task_id": task_id, "request_id": "apr-1", "action_id": "a" * 32})
+def click(
+    task_id: str,
+    user: str = "U_APPROVER",
+    action_id: str = blocks.APPROVE_ACTION,
+    value: str | None = None,
+    channel: str = "C_CLICK",
+) -> dict[str, Any]:
+    value = (
+        value
+        if value is not None
+        else json.dumps({"task_id": task_id, "request_id": "apr-1", "action_id": "a" * 32})
+    )
     return {
-        "type": "block_actions", "user": {"id": user, "username": user.lower()},
-        "api_app_id": "A0FAKE", "team": {"id": "T0FAKE"},
-        "container": {"type": "message", "message_ts": "1700000001.000200",
-                      "channel_id": channel, "is_ephemeral": False,
-                      "thread_ts": "1700000000.000100"},
+        "type": "block_actions",
+        "user": {"id": user, "username": user.lower()},
+        "api_app_id": "A0FAKE",
+        "team": {"id": "T0FAKE"},
+        "container": {
+            "type": "message",
+            "message_ts": "1700000001.000200",
+            "channel_id": channel,
+            "is_ephemeral": False,
+            "thread_ts": "1700000000.000100",
+        },
         "channel": {"id": channel, "name": "dev"},
         "message": {"ts": "1700000001.000200", "thread_ts": "1700000000.000100"},
         "response_url": "https://hooks.slack.test/actions/1",
-        "actions": [{"type": "button", "action_id": action_id, "block_id": "approval:apr-1",
-                     "value": value, "action_ts": "1700000002.000300"}],
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": "approval:apr-1",
+                "value": value,
+                "action_ts": "1700000002.000300",
+            }
+        ],
     }
 
 
@@ -436,8 +505,7 @@ async def test_a_click_on_a_missing_or_finished_task_says_so(
     assert (await post_click(http, click(task_id, channel=channel))).status_code == 200
 
     told = [e for e in fake_slack.ephemerals if e["channel"] == channel]
-    assert ["no longer exists" in told[0]["text"], "already finished" in told[1]["text"]] == [
-        True, True]
+    assert ["no longer exists" in told[0]["text"], "already finished" in told[1]["text"]] == [True, True]
     assert all(e["user"] == "U_APPROVER" and "nothing was changed" in e["text"] for e in told)
     assert all(e["thread_ts"] == "1700000000.000100" for e in told)
 
@@ -466,20 +534,43 @@ async def test_socket_mode_handles_the_same_events_and_acks_each_envelope(
         await eventually(lambda: fake_slack.socket_connected)
         payload = mention(channel, text=f"<@{BOT_USER}> what changed today?")
         envelopes = [
-            {"envelope_id": "env-mention", "type": "events_api", "payload": payload,
-             "accepts_response_payload": False, "retry_attempt": 0, "retry_reason": ""},
-            {"envelope_id": "env-redelivered", "type": "events_api", "payload": payload,
-             "accepts_response_payload": False, "retry_attempt": 1, "retry_reason": "timeout"},
-            {"envelope_id": "env-bot", "type": "events_api",
-             "payload": mention(channel, bot_id="B_OTHER"), "accepts_response_payload": False},
-            {"envelope_id": "env-click", "type": "interactive",
-             "payload": click("t", action_id="not_ours"), "accepts_response_payload": False},
+            {
+                "envelope_id": "env-mention",
+                "type": "events_api",
+                "payload": payload,
+                "accepts_response_payload": False,
+                "retry_attempt": 0,
+                "retry_reason": "",
+            },
+            {
+                "envelope_id": "env-redelivered",
+                "type": "events_api",
+                "payload": payload,
+                "accepts_response_payload": False,
+                "retry_attempt": 1,
+                "retry_reason": "timeout",
+            },
+            {
+                "envelope_id": "env-bot",
+                "type": "events_api",
+                "payload": mention(channel, bot_id="B_OTHER"),
+                "accepts_response_payload": False,
+            },
+            {
+                "envelope_id": "env-click",
+                "type": "interactive",
+                "payload": click("t", action_id="not_ours"),
+                "accepts_response_payload": False,
+            },
         ]
         task_id = task_id_for("slack", payload["event_id"])
         for envelope in envelopes:
             fake_slack.socket_send(envelope)
-            await eventually(lambda e=envelope: any(  # type: ignore[misc]
-                ack.get("envelope_id") == e["envelope_id"] for ack in fake_slack.socket_acks))
+            await eventually(
+                lambda e=envelope: any(  # type: ignore[misc]
+                    ack.get("envelope_id") == e["envelope_id"] for ack in fake_slack.socket_acks
+                )
+            )
         assert await settled(settings, payload["event_id"]) == "started"
         executions = [e async for e in client.list_workflows(f"WorkflowId = '{task_id}'")]
         assert len(executions) == 1  # the redelivery found its record; no second run

@@ -78,14 +78,12 @@ def rt(fake: FakeSlack) -> Runtime:
 def thread_with_mention(fake: FakeSlack) -> tuple[str, str]:
     root = fake.add_message(CHANNEL, "We need to pick a database for the ledger.", user="U_ALICE")
     fake.add_message(CHANNEL, "Decision: Postgres 16.", user="U_BOB", thread_ts=root)
-    asking = fake.add_message(CHANNEL, f"<@{BOT_USER}> capture the decision", user="U_ALICE",
-                              thread_ts=root)
+    asking = fake.add_message(CHANNEL, f"<@{BOT_USER}> capture the decision", user="U_ALICE", thread_ts=root)
     return root, asking
 
 
 def context(root: str, asking: str) -> SurfaceContext:
-    return SurfaceContext("slack", CHANNEL, "U_ALICE", thread=root, event_id="Ev1",
-                          reply_target=asking)
+    return SurfaceContext("slack", CHANNEL, "U_ALICE", thread=root, event_id="Ev1", reply_target=asking)
 
 
 def reply_input(ctx: SurfaceContext, text: str, status: TaskStatus, step: int = 3) -> PostReplyInput:
@@ -94,10 +92,15 @@ def reply_input(ctx: SurfaceContext, text: str, status: TaskStatus, step: int = 
 
 def approval(ctx: SurfaceContext) -> ApprovalRequest:
     return ApprovalRequest(
-        request_id="apr-task-slack-Ev1-2-call_2", action_id="b" * 32, tool="memory.save",
-        arguments={"content": "We chose Postgres 16"}, approvers=["U_APPROVER"],
-        requested_at_iso="2025-01-02T10:00:00+00:00", expires_at_iso="2025-01-05T10:00:00+00:00",
-        model="offline/demo", estimated_cost_usd=0.0,
+        request_id="apr-task-slack-Ev1-2-call_2",
+        action_id="b" * 32,
+        tool="memory.save",
+        arguments={"content": "We chose Postgres 16"},
+        approvers=["U_APPROVER"],
+        requested_at_iso="2025-01-02T10:00:00+00:00",
+        expires_at_iso="2025-01-05T10:00:00+00:00",
+        model="offline/demo",
+        estimated_cost_usd=0.0,
     )
 
 
@@ -127,7 +130,8 @@ async def test_final_reply_is_split_converted_and_swaps_progress_and_reactions(
     ctx = context(root, asking)
     await slack_surface.task_started(reply_input(ctx, "", TaskStatus.RUNNING, 0), rt)
     long_reply = "# Summary\n**Decision**: Postgres 16\n" + "\n".join(
-        f"- point {i}: " + "detail " * 12 for i in range(120))
+        f"- point {i}: " + "detail " * 12 for i in range(120)
+    )
     for _ in range(2):
         await slack_surface.post_reply(reply_input(ctx, long_reply, TaskStatus.SUCCESS), rt)
 
@@ -140,9 +144,7 @@ async def test_final_reply_is_split_converted_and_swaps_progress_and_reactions(
     assert fake.reactions(CHANNEL, asking) == [slack_surface.DONE]
 
 
-async def test_a_retry_after_a_partial_post_sends_only_the_missing_part(
-    fake: FakeSlack, rt: Runtime
-) -> None:
+async def test_a_retry_after_a_partial_post_sends_only_the_missing_part(fake: FakeSlack, rt: Runtime) -> None:
     root, asking = thread_with_mention(fake)
     ctx = context(root, asking)
     text = "\n".join(f"line {i} " + "x" * 80 for i in range(150))
@@ -213,9 +215,11 @@ async def test_approval_request_is_posted_once_and_resolved_without_buttons(
     await slack_surface.task_started(reply_input(ctx, "", TaskStatus.RUNNING, 0), rt)
     request = approval(ctx)
     first = await slack_surface.post_approval_request(
-        PostApprovalRequestInput("task-slack-Ev1", ctx, request, "dev-platform"), rt)
+        PostApprovalRequestInput("task-slack-Ev1", ctx, request, "dev-platform"), rt
+    )
     again = await slack_surface.post_approval_request(
-        PostApprovalRequestInput("task-slack-Ev1", ctx, request, "dev-platform"), rt)
+        PostApprovalRequestInput("task-slack-Ev1", ctx, request, "dev-platform"), rt
+    )
     assert first.message_ref == again.message_ref and first.message_ref is not None
     channel, ts = first.message_ref.split(":")
     posted = next(m for m in fake.thread(CHANNEL, root) if m["ts"] == ts)
@@ -224,9 +228,12 @@ async def test_approval_request_is_posted_once_and_resolved_without_buttons(
     assert "Waiting for approval" in ours(fake, root)[0]["text"]
 
     for ref in (first.message_ref, None):  # with the ref, and found again by its metadata
-        await slack_surface.resolve_approval_request(ResolveApprovalRequestInput(
-            "task-slack-Ev1", ctx, request, ref, "approved", "U_APPROVER",
-            "2025-01-02T10:05:00+00:00"), rt)
+        await slack_surface.resolve_approval_request(
+            ResolveApprovalRequestInput(
+                "task-slack-Ev1", ctx, request, ref, "approved", "U_APPROVER", "2025-01-02T10:05:00+00:00"
+            ),
+            rt,
+        )
     resolved = next(m for m in fake.thread(CHANNEL, root) if m["ts"] == ts)
     assert all(b["type"] != "actions" for b in resolved["blocks"])
     assert "<@U_APPROVER>" in str(resolved["blocks"]) and "dev-platform" in str(resolved["blocks"])
@@ -238,17 +245,27 @@ async def test_resolving_a_deleted_approval_message_does_not_fail_the_task(
 ) -> None:
     root, asking = thread_with_mention(fake)
     ctx = context(root, asking)
-    await slack_surface.resolve_approval_request(ResolveApprovalRequestInput(
-        "task-slack-Ev1", ctx, approval(ctx), f"{CHANNEL}:1.000001", "expired", None,
-        "2025-01-05T10:00:00+00:00"), rt)
+    await slack_surface.resolve_approval_request(
+        ResolveApprovalRequestInput(
+            "task-slack-Ev1",
+            ctx,
+            approval(ctx),
+            f"{CHANNEL}:1.000001",
+            "expired",
+            None,
+            "2025-01-05T10:00:00+00:00",
+        ),
+        rt,
+    )
 
 
 # Tools -----------------------------------------------------------------------------------------
 
 
 def tool_input(ctx: SurfaceContext, tool: str, key: str = "task:3:call_1", **args: object) -> ToolCallInput:
-    memory = MemoryScopeRef("default", "dev-platform", "channel", f"slack:{CHANNEL}",
-                            "offline/hashing-256", 90)
+    memory = MemoryScopeRef(
+        "default", "dev-platform", "channel", f"slack:{CHANNEL}", "offline/hashing-256", 90
+    )
     return ToolCallInput("task-slack-Ev1", 3, "call_1", tool, dict(args), key, ctx, memory, "U_ALICE")
 
 
@@ -339,14 +356,19 @@ async def until(check: Callable[[], Awaitable[Any]], seconds: float = 30.0) -> A
     return value
 
 
-async def slack_setup(settings: Settings, fake: FakeSlack, task_queue: str,
-                      config: dict[str, Any]) -> Settings:
-    settings = settings.model_copy(update={
-        "slack_signing_secret": SecretStr(SECRET), "slack_bot_token": SecretStr(TOKEN),
-        "slack_api_url": fake.base_url, "task_queue": task_queue})
+async def slack_setup(
+    settings: Settings, fake: FakeSlack, task_queue: str, config: dict[str, Any]
+) -> Settings:
+    settings = settings.model_copy(
+        update={
+            "slack_signing_secret": SecretStr(SECRET),
+            "slack_bot_token": SecretStr(TOKEN),
+            "slack_api_url": fake.base_url,
+            "task_queue": task_queue,
+        }
+    )
     activity_runtime.configure(settings)
-    await apply_agent(await get_pool(settings.require_database_url()),
-                      AgentConfig.model_validate(config))
+    await apply_agent(await get_pool(settings.require_database_url()), AgentConfig.model_validate(config))
     return settings
 
 
@@ -354,8 +376,10 @@ async def slack_setup(settings: Settings, fake: FakeSlack, task_queue: str,
 async def surfaces(settings: Settings, client: Client) -> AsyncIterator[httpx.AsyncClient]:
     """The surfaces app with its lifespan (the Slack inbox dispatcher) running."""
     app = create_app(settings, client)
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://surfaces.test") as http:
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://surfaces.test") as http,
+    ):
         yield http
 
 
@@ -376,8 +400,14 @@ async def test_mention_approval_click_action_and_threaded_reply(
     task_id = task_id_for("slack", event["event_id"])
 
     def approval_message() -> dict[str, Any] | None:
-        return next((m for m in fake.thread(channel, root)
-                     if any(b["type"] == "actions" for b in m.get("blocks") or [])), None)
+        return next(
+            (
+                m
+                for m in fake.thread(channel, root)
+                if any(b["type"] == "actions" for b in m.get("blocks") or [])
+            ),
+            None,
+        )
 
     async def posted() -> dict[str, Any] | None:
         return approval_message()
@@ -417,12 +447,19 @@ async def test_mention_approval_click_action_and_threaded_reply(
     progress = [m for m in thread if "task `" in m.get("text", "")]
     assert len(progress) == 1 and "Done" in progress[0]["text"]
     assert fake.reactions(channel, asking) == [slack_surface.DONE]
-    for method in ("conversations.replies", "users.info", "chat.update", "reactions.add",
-                   "reactions.remove", "chat.postEphemeral"):
+    for method in (
+        "conversations.replies",
+        "users.info",
+        "chat.update",
+        "reactions.add",
+        "reactions.remove",
+        "chat.postEphemeral",
+    ):
         assert fake.calls_to(method), method
     with psycopg.connect(settings.require_database_url()) as conn:
-        row = conn.execute("SELECT count(*) FROM memories WHERE scope_key = %s",
-                           (f"slack:{channel}",)).fetchone()
+        row = conn.execute(
+            "SELECT count(*) FROM memories WHERE scope_key = %s", (f"slack:{channel}",)
+        ).fetchone()
     assert row is not None and row[0] == 1
     runs = [e async for e in client.list_workflows(f"WorkflowId = '{task_id}'")]
     assert len(runs) == 1
@@ -433,18 +470,31 @@ async def asking_model(inp: ModelCallInput) -> ModelCallResult:
     """Stand-in model: asks which release, then answers with what the user said."""
     said = [m.content for m in inp.new_messages if m.role == "user" and "U_ALICE:" in m.content]
     text = f"Checked {said[-1].split(':', 1)[1].strip()}." if said else "Which release?"
-    return ModelCallResult(text, [], "stop", ModelUsage("stand-in", 10, 5, 0.0),
-                           inp.transcript_upto + len(inp.new_messages) + 1, inp.max_tokens)
+    return ModelCallResult(
+        text,
+        [],
+        "stop",
+        ModelUsage("stand-in", 10, 5, 0.0),
+        inp.transcript_upto + len(inp.new_messages) + 1,
+        inp.max_tokens,
+    )
 
 
 async def test_a_plain_reply_in_the_thread_reaches_the_task_waiting_for_the_user(
     settings: Settings, client: Client, task_queue: str, fake: FakeSlack
 ) -> None:
     channel = "C" + uuid.uuid4().hex[:10].upper()
-    settings = await slack_setup(settings, fake, task_queue, {
-        "apiVersion": "openloop.ai/v1alpha1", "kind": "Agent",
-        "metadata": {"name": f"ask-{uuid.uuid4().hex[:6]}"},
-        "spec": {"surfaces": {"slack": {"channels": [channel]}}}})
+    settings = await slack_setup(
+        settings,
+        fake,
+        task_queue,
+        {
+            "apiVersion": "openloop.ai/v1alpha1",
+            "kind": "Agent",
+            "metadata": {"name": f"ask-{uuid.uuid4().hex[:6]}"},
+            "spec": {"surfaces": {"slack": {"channels": [channel]}}},
+        },
+    )
     root = fake.add_message(channel, f"<@{BOT_USER}> check the release", user="U_ALICE")
     event = mention(channel, text=f"<@{BOT_USER}> check the release")
     event["event"]["ts"] = root
@@ -457,8 +507,10 @@ async def test_a_plain_reply_in_the_thread_reaches_the_task_waiting_for_the_user
         payload["event"]["ts"] = fake.add_message(channel, text, user="U_ALICE", thread_ts=root)
         return payload
 
-    async with worker_module.build_worker(client, settings, activities=[*activities, asking_model]), \
-            surfaces(settings, client) as http:
+    async with (
+        worker_module.build_worker(client, settings, activities=[*activities, asking_model]),
+        surfaces(settings, client) as http,
+    ):
         assert (await post_event(http, event)).status_code == 200
         assert await settled(settings, event["event_id"]) == "started"
         handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)

@@ -22,9 +22,12 @@ def event(**extra: Any) -> dict[str, Any]:
 
 async def row(pool: AsyncConnectionPool, event_id: str) -> dict[str, Any]:
     async with pool.connection() as conn:
-        found = await (await conn.execute(
-            "SELECT *, next_attempt_at > now() AS waiting FROM slack_inbox WHERE event_id = %s",
-            (event_id,))).fetchone()
+        found = await (
+            await conn.execute(
+                "SELECT *, next_attempt_at > now() AS waiting FROM slack_inbox WHERE event_id = %s",
+                (event_id,),
+            )
+        ).fetchone()
     assert found is not None
     return dict(found)
 
@@ -52,8 +55,9 @@ async def pending_only(pool: AsyncConnectionPool, *event_ids: str) -> None:
     """Leave only these events due, so a test's dispatch sees nothing of another test's."""
     async with pool.connection() as conn:
         await conn.execute(
-            "UPDATE slack_inbox SET handled_at = now() "
-            "WHERE handled_at IS NULL AND NOT event_id = ANY(%s)", (list(event_ids),))
+            "UPDATE slack_inbox SET handled_at = now() WHERE handled_at IS NULL AND NOT event_id = ANY(%s)",
+            (list(event_ids),),
+        )
 
 
 def test_only_events_that_could_start_or_reach_a_task_are_worth_a_row() -> None:
@@ -103,8 +107,9 @@ async def test_a_failed_dispatch_is_retried_later_and_a_success_is_marked_once(
     assert await dispatcher(db_settings, working).dispatch_due() == 0  # not due yet: backoff
 
     async with pool.connection() as conn:  # the backoff runs out
-        await conn.execute("UPDATE slack_inbox SET next_attempt_at = now() WHERE event_id = %s",
-                           (payload["event_id"],))
+        await conn.execute(
+            "UPDATE slack_inbox SET next_attempt_at = now() WHERE event_id = %s", (payload["event_id"],)
+        )
     assert await dispatcher(db_settings, working).dispatch_due() == 1
     handled = await row(pool, payload["event_id"])
     assert handled["handled_at"] is not None and handled["outcome"] == "started"
@@ -124,12 +129,15 @@ async def test_a_row_claimed_by_a_dispatcher_that_died_is_taken_over_after_its_l
     async with pool.connection() as conn:  # claimed, then the process died before marking it
         await conn.execute(
             "UPDATE slack_inbox SET attempts = 1, next_attempt_at = now() + interval '30 seconds' "
-            "WHERE event_id = %s", (payload["event_id"],))
+            "WHERE event_id = %s",
+            (payload["event_id"],),
+        )
     survivor = Handler()
     assert await dispatcher(db_settings, survivor).dispatch_due() == 0  # the lease still holds
     async with pool.connection() as conn:
-        await conn.execute("UPDATE slack_inbox SET next_attempt_at = now() WHERE event_id = %s",
-                           (payload["event_id"],))
+        await conn.execute(
+            "UPDATE slack_inbox SET next_attempt_at = now() WHERE event_id = %s", (payload["event_id"],)
+        )
     assert await dispatcher(db_settings, survivor).dispatch_due() == 1
     assert (await row(pool, payload["event_id"]))["outcome"] == "started"
 
@@ -145,17 +153,26 @@ async def test_handled_rows_are_pruned_after_a_week_and_unhandled_ones_never(
     async with pool.connection() as conn:
         await conn.execute(
             "UPDATE slack_inbox SET handled_at = now() - interval '8 days' WHERE event_id = %s",
-            (old_handled["event_id"],))
-        await conn.execute("UPDATE slack_inbox SET handled_at = now() WHERE event_id = %s",
-                           (recent_handled["event_id"],))
+            (old_handled["event_id"],),
+        )
+        await conn.execute(
+            "UPDATE slack_inbox SET handled_at = now() WHERE event_id = %s", (recent_handled["event_id"],)
+        )
         await conn.execute(
             "UPDATE slack_inbox SET received_at = now() - interval '30 days' WHERE event_id = %s",
-            (old_unhandled["event_id"],))
+            (old_unhandled["event_id"],),
+        )
     await events.prune()
     async with pool.connection() as conn:
-        left = {r["event_id"] for r in await (await conn.execute(
-            "SELECT event_id FROM slack_inbox WHERE event_id = ANY(%s)",
-            ([p["event_id"] for p in (old_handled, recent_handled, old_unhandled)],))).fetchall()}
+        left = {
+            r["event_id"]
+            for r in await (
+                await conn.execute(
+                    "SELECT event_id FROM slack_inbox WHERE event_id = ANY(%s)",
+                    ([p["event_id"] for p in (old_handled, recent_handled, old_unhandled)],),
+                )
+            ).fetchall()
+        }
     assert left == {recent_handled["event_id"], old_unhandled["event_id"]}
 
 

@@ -34,10 +34,12 @@ AGENT_YAML = HELPER_YAML.replace(
 
 
 def _script() -> Script:
-    return Script([
-        use("memory.save", SAVE_ARGS, "c1", (150, 20), 0.0003),
-        say("Tuesdays.", (210, 15), 0.0004),
-    ])
+    return Script(
+        [
+            use("memory.save", SAVE_ARGS, "c1", (150, 20), 0.0003),
+            say("Tuesdays.", (210, 15), 0.0004),
+        ]
+    )
 
 
 def _input() -> TaskInput:
@@ -52,9 +54,14 @@ def _input() -> TaskInput:
 
 async def _run_task(starter: Client, worker_client: Client, task_queue: str) -> TaskResult:
     inp = _input()
-    async with Worker(worker_client, task_queue=task_queue, workflows=[AgentTaskWorkflow],
-                      activities=_script().activities(), workflow_runner=workflow_runner(),
-                      interceptors=worker_interceptors()):
+    async with Worker(
+        worker_client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=_script().activities(),
+        workflow_runner=workflow_runner(),
+        interceptors=worker_interceptors(),
+    ):
         return await starter.execute_workflow(
             AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue
         )
@@ -106,8 +113,10 @@ async def test_one_trace_per_task_from_the_start_call_down_to_each_activity(
     # comes from the task's headers); each activity run is the child of its start.
     starts = [s for s in spans if s.name.startswith("StartActivity:")]
     assert {s.name for s in starts} >= {
-        "StartActivity:openloop.surface.task_started", "StartActivity:openloop.memory.recall",
-        "StartActivity:openloop.model.call", "StartActivity:openloop.tool.run",
+        "StartActivity:openloop.surface.task_started",
+        "StartActivity:openloop.memory.recall",
+        "StartActivity:openloop.model.call",
+        "StartActivity:openloop.tool.run",
         "StartActivity:openloop.surface.post_reply",
     }
     assert all(_parent_name(spans, s) == start.name for s in starts)
@@ -115,9 +124,7 @@ async def test_one_trace_per_task_from_the_start_call_down_to_each_activity(
     assert len(runs) == len(starts)
     for span in runs:
         assert _parent_name(spans, span) == span.name.replace("RunActivity:", "StartActivity:")
-    assert run.start_time is not None and all(
-        (s.start_time or 0) >= run.start_time for s in starts
-    )
+    assert run.start_time is not None and all((s.start_time or 0) >= run.start_time for s in starts)
 
     # Model, tokens and cost ride on the model call's span; the tool's name on the tool's.
     model_runs = sorted(_named(spans, "RunActivity:openloop.model.call"), key=lambda s: s.start_time or 0)
@@ -206,8 +213,12 @@ def test_spans_go_nowhere_by_default_and_to_the_console_when_asked(
 def test_no_tracing_interceptor_when_spans_would_go_nowhere(monkeypatch: pytest.MonkeyPatch) -> None:
     import workers.telemetry as telemetry
 
-    for name in ("OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
-                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OPENLOOP_TRACE_CONSOLE"):
+    for name in (
+        "OTEL_TRACES_EXPORTER",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OPENLOOP_TRACE_CONSOLE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(telemetry, "_configured", None)
     assert tracing_interceptors() == []  # nothing exported, so nothing made

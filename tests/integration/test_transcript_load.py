@@ -108,17 +108,13 @@ def long_task() -> list[dict[str, Any]]:
         ("summary", "before summary"),  # upto ends before the summary row
     ],
 )
-async def test_prompt_is_the_same_as_from_a_full_load(
-    pg_url: str, summary_at: str, upto_at: str
-) -> None:
+async def test_prompt_is_the_same_as_from_a_full_load(pg_url: str, summary_at: str, upto_at: str) -> None:
     pool = await get_pool(pg_url)
     rows = long_task()
     task_id = await stored_task(pool, rows)
     summary_seq = next(i for i, m in enumerate(rows, 1) if m["role"] == SUMMARY_ROLE)
     # Seq 3 is the assistant of round 0 and 4-5 its two results.
-    summary_upto = {"none": 0, "summary": summary_seq, "before summary": 8, "mid tools": 4}[
-        summary_at
-    ]
+    summary_upto = {"none": 0, "summary": summary_seq, "before summary": 8, "mid tools": 4}[summary_at]
     upto = {"end": len(rows), "cut": len(rows) - 4, "before summary": summary_seq - 2}[upto_at]
     for keep in KEEPS:
         partial = await assert_same_prompt(pool, task_id, upto, TranscriptView(summary_upto, keep))
@@ -181,15 +177,15 @@ async def test_odd_rows_give_the_same_prompt(pg_url: str) -> None:
                 await assert_same_prompt(pool, task_id, upto, TranscriptView(summary_upto, keep))
 
 
-TEXT = st.text(
-    alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=120
-)
+TEXT = st.text(alphabet=st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=120)
 CONTENT = st.one_of(TEXT, st.builds(lambda c, n: c * n, st.sampled_from("xé日🙂"), st.integers(0, 400)))
 BLOCK = st.one_of(
     st.builds(lambda t: [msg("user", t)], TEXT),
     st.builds(
-        lambda contents: [calls(*[f"k{i}" for i in range(len(contents))])]
-        + [result(f"k{i}", c) for i, c in enumerate(contents)],
+        lambda contents: (
+            [calls(*[f"k{i}" for i in range(len(contents))])]
+            + [result(f"k{i}", c) for i, c in enumerate(contents)]
+        ),
         st.lists(CONTENT, max_size=4),
     ),
     st.builds(lambda t: [msg("user", "Summarise."), msg(SUMMARY_ROLE, t)], TEXT),
@@ -230,9 +226,7 @@ async def test_append_writes_several_rows_and_a_retry_overwrites_them(pg_url: st
         first = [msg("system", "s"), msg("user", "u"), calls("a"), result("a", "first try")]
         assert await transcript.append(conn, task_id, 1, first) == 4
         assert await transcript.append(conn, task_id, 5, []) == 4
-        assert [{**m, "seq": s} for s, m in enumerate(first, 1)] == await transcript.load(
-            conn, task_id, 10
-        )
+        assert [{**m, "seq": s} for s, m in enumerate(first, 1)] == await transcript.load(conn, task_id, 10)
         # The retried attempt rewrites seqs 3-4 with what it got, role included.
         retry = [msg("user", "changed my mind"), msg("assistant", "done")]
         assert await transcript.append(conn, task_id, 3, retry) == 4
@@ -244,9 +238,7 @@ async def test_append_writes_several_rows_and_a_retry_overwrites_them(pg_url: st
             (4, "assistant", "done"),
         ]
         columns = await (
-            await conn.execute(
-                "SELECT seq, role FROM transcript WHERE task_id = %s ORDER BY seq", (task_id,)
-            )
+            await conn.execute("SELECT seq, role FROM transcript WHERE task_id = %s ORDER BY seq", (task_id,))
         ).fetchall()
         assert [(c["seq"], c["role"]) for c in columns] == [
             (1, "system"),

@@ -45,4 +45,3 @@ def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
     monkeypatch.setenv("OPENAI_API_KEY", FAKE_OPENAI_KEY)
     yield fake
     fake.stop()
-

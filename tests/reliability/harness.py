@@ -162,7 +162,12 @@ class WorkerForker:
         with self.log_file.open("w") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "tests.reliability.crash_worker"],
-                env=base, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, cwd=REPO,
+                env=base,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                cwd=REPO,
             )
 
     async def _line(self) -> str:

@@ -42,8 +42,11 @@ class GreedyModel(FakeModelAPI):
         prompt = litellm.token_counter(
             model=MODEL, messages=recorded.body["messages"], tools=recorded.body.get("tools")
         )
-        body["usage"] = {"prompt_tokens": prompt, "completion_tokens": allowed,
-                         "total_tokens": prompt + allowed}
+        body["usage"] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": allowed,
+            "total_tokens": prompt + allowed,
+        }
         return body
 
 
@@ -66,16 +69,25 @@ def greedy(monkeypatch: pytest.MonkeyPatch) -> Iterator[GreedyModel]:
     ids=["usd", "tokens"],
 )
 async def test_a_greedy_model_never_spends_past_a_ceiling(
-    client: Client, settings: Settings, task_queue: str, greedy: GreedyModel,
-    budget: dict[str, float], limits: dict[str, int], ceiling: str,
+    client: Client,
+    settings: Settings,
+    task_queue: str,
+    greedy: GreedyModel,
+    budget: dict[str, float],
+    limits: dict[str, int],
+    ceiling: str,
 ) -> None:
     url = settings.require_database_url()
-    agent = await stored(url, agent_config(
-        model_policy={"default": MODEL, "max_output_tokens": MAX_OUTPUT},
-        tools=[{"name": "memory.search", "permissions": ["memory:read"]}],
-        budget=budget, limits={"max_iterations": 50, **limits},
-        approvals={"ttl": "1s"},  # nobody extends the budget: the pause ends at once
-    ))
+    agent = await stored(
+        url,
+        agent_config(
+            model_policy={"default": MODEL, "max_output_tokens": MAX_OUTPUT},
+            tools=[{"name": "memory.search", "permissions": ["memory:read"]}],
+            budget=budget,
+            limits={"max_iterations": 50, **limits},
+            approvals={"ttl": "1s"},  # nobody extends the budget: the pause ends at once
+        ),
+    )
     async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
         handle = await start(client, task_queue, agent, "Search until you are stopped")
         result = await asyncio.wait_for(handle.result(), 60)
@@ -86,10 +98,12 @@ async def test_a_greedy_model_never_spends_past_a_ceiling(
     assert min(sent) < MAX_OUTPUT, sent  # the last calls were clamped to what was left
     pool = await get_pool(url)
     async with pool.connection() as conn:
-        rows: list[Any] = await (await conn.execute(
-            "SELECT prompt_tokens, completion_tokens, cost_usd FROM usage_ledger WHERE task_id = %s",
-            (handle.id,),
-        )).fetchall()
+        rows: list[Any] = await (
+            await conn.execute(
+                "SELECT prompt_tokens, completion_tokens, cost_usd FROM usage_ledger WHERE task_id = %s",
+                (handle.id,),
+            )
+        ).fetchall()
     assert len(rows) == len(sent)
     spent = sum(row["cost_usd"] for row in rows)
     tokens = sum(row["prompt_tokens"] + row["completion_tokens"] for row in rows)

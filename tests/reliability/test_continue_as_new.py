@@ -134,9 +134,12 @@ async def test_a_hundred_step_task_continues_as_new_and_carries_its_state(
 
 
 async def test_the_iteration_ceiling_counts_across_runs(ts_env: WorkflowEnvironment, task_queue: str) -> None:
-    script = Script([], default=lambda inp: (
-        say("Summary of 30 searches.") if not inp.tool_names else step_answer(10_000)(inp)
-    ))
+    script = Script(
+        [],
+        default=lambda inp: (
+            say("Summary of 30 searches.") if not inp.tool_names else step_answer(10_000)(inp)
+        ),
+    )
     inp = task(iterations=30, steps_per_run=7)
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, inp, task_queue)

@@ -34,7 +34,11 @@ TOKEN = "ghp_reliability0123456789"
 
 
 async def test_worker_killed_after_github_accepted_an_issue_leaves_exactly_one(
-    client: Client, dev_server: TemporalDevServer, pg_url: str, task_queue: str, tmp_path: Path,
+    client: Client,
+    dev_server: TemporalDevServer,
+    pg_url: str,
+    task_queue: str,
+    tmp_path: Path,
     forker: WorkerForker,
 ) -> None:
     github = FakeGitHub(token=TOKEN).start()
@@ -46,9 +50,14 @@ async def test_worker_killed_after_github_accepted_an_issue_leaves_exactly_one(
     model.answer_tool_calls([tool_call("call_1", "github__create_issue", arguments)])
     model.answer("Opened the issue.")
     env = worker_env(
-        dev_server.address, pg_url, task_queue, tmp_path,
-        OPENLOOP_MODEL_API_BASE=model.base_url, OPENAI_API_KEY=FAKE_OPENAI_KEY,
-        GITHUB_TOKEN=TOKEN, GITHUB_API_URL=github.url,
+        dev_server.address,
+        pg_url,
+        task_queue,
+        tmp_path,
+        OPENLOOP_MODEL_API_BASE=model.base_url,
+        OPENAI_API_KEY=FAKE_OPENAI_KEY,
+        GITHUB_TOKEN=TOKEN,
+        GITHUB_API_URL=github.url,
     )
     first = await forker.spawn("first", env, tmp_path)
     second = None

@@ -35,15 +35,23 @@ HOLD_TTL_SECONDS = 3.0  # the crashed attempt's hold is released after this
 
 
 async def test_worker_killed_during_a_model_call_is_charged_once(
-    client: Client, dev_server: TemporalDevServer, pg_url: str, task_queue: str, tmp_path: Path,
+    client: Client,
+    dev_server: TemporalDevServer,
+    pg_url: str,
+    task_queue: str,
+    tmp_path: Path,
     forker: WorkerForker,
 ) -> None:
     fake = FakeModelAPI().start()
     fake.answer("An answer nobody receives.", delay=30)  # held until the worker is dead
     fake.answer("Deploys are on Tuesdays.")
     env = worker_env(
-        dev_server.address, pg_url, task_queue, tmp_path,
-        OPENLOOP_MODEL_API_BASE=fake.base_url, OPENAI_API_KEY=FAKE_OPENAI_KEY,
+        dev_server.address,
+        pg_url,
+        task_queue,
+        tmp_path,
+        OPENLOOP_MODEL_API_BASE=fake.base_url,
+        OPENAI_API_KEY=FAKE_OPENAI_KEY,
     )
     first = await forker.spawn("first", env, tmp_path)
     second = None
@@ -75,7 +83,8 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
 
         history = await handle.fetch_history()
         scheduled = [
-            e for e in history.events
+            e
+            for e in history.events
             if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
             and e.activity_task_scheduled_event_attributes.activity_type.name == ActivityName.CALL_MODEL
         ]
@@ -83,7 +92,8 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
         starts = [e for e in history.events if e.HasField("activity_task_started_event_attributes")]
         assert len(scheduled) == 1 and len(completed) >= 1
         model_start = next(
-            e for e in starts
+            e
+            for e in starts
             if e.activity_task_started_event_attributes.scheduled_event_id == scheduled[0].event_id
         )
         assert model_start.activity_task_started_event_attributes.attempt == 2

@@ -30,8 +30,13 @@ def ignored(script: Script) -> list[str]:
 async def test_a_decision_replayed_from_an_earlier_request_never_approves_the_next(
     ts_env: WorkflowEnvironment, task_queue: str
 ) -> None:
-    script = Script([use("github.create_issue", SAME, "c1"), use("github.create_issue", SAME, "c2"),
-                     say("One issue opened; the second was not approved.")])
+    script = Script(
+        [
+            use("github.create_issue", SAME, "c1"),
+            use("github.create_issue", SAME, "c2"),
+            say("One issue opened; the second was not approved."),
+        ]
+    )
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(), task_queue)
         first_id, first_action = await pending_request(handle)

@@ -46,8 +46,11 @@ def worker(env: WorkflowEnvironment, script: Script, task_queue: str) -> Worker:
 
 
 def task() -> TaskInput:
-    return replace(task_input(AGENT_YAML), task_id=f"task-rel-wait-{uuid.uuid4().hex[:10]}",
-                   request="open an issue to rotate the deploy key")
+    return replace(
+        task_input(AGENT_YAML),
+        task_id=f"task-rel-wait-{uuid.uuid4().hex[:10]}",
+        request="open an issue to rotate the deploy key",
+    )
 
 
 async def still_waiting(

@@ -31,9 +31,14 @@ def save(embedding: str) -> ToolCallInput:
     task_id = f"task-rel-mem-{uuid.uuid4().hex[:10]}"
     scope = MemoryScopeRef(f"ws-{uuid.uuid4().hex[:8]}", "helper", "channel", "slack:CMEM", embedding, 30)
     return ToolCallInput(
-        task_id=task_id, step=3, call_id="call-1", tool="memory.save",
-        arguments={"content": "We deploy on Tuesdays."}, idempotency_key=f"{task_id}:3:call-1",
-        context=SurfaceContext(surface="slack", channel="CMEM", user="U1"), memory=scope,
+        task_id=task_id,
+        step=3,
+        call_id="call-1",
+        tool="memory.save",
+        arguments={"content": "We deploy on Tuesdays."},
+        idempotency_key=f"{task_id}:3:call-1",
+        context=SurfaceContext(surface="slack", channel="CMEM", user="U1"),
+        memory=scope,
         requested_by="U1",
     )
 

@@ -49,10 +49,10 @@ async def scopes(pg_url: str) -> dict[str, MemoryScopeRef]:
     return named
 
 
-@settings(max_examples=25, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(query=st.one_of(st.sampled_from(A_TEXTS), st.text(min_size=1, max_size=60)),
-       hnsw=st.booleans())
+@settings(
+    max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.one_of(st.sampled_from(A_TEXTS), st.text(min_size=1, max_size=60)), hnsw=st.booleans())
 async def test_a_search_for_channel_b_never_returns_channel_a(
     pg_url: str, scopes: dict[str, MemoryScopeRef], query: str, hnsw: bool
 ) -> None:

@@ -96,7 +96,10 @@ async def test_postgres_restarted_while_the_model_answers_the_task_still_finishe
             await eventually(lambda: len(model.requests) == 1, "the model request", 60)
             server = postgres.server
             await asyncio.to_thread(
-                pg_ctl, ["restart", "-m", "fast", "-w"], pgdata=server.pgdata, user=server.system_user,
+                pg_ctl,
+                ["restart", "-m", "fast", "-w"],
+                pgdata=server.pgdata,
+                user=server.system_user,
                 timeout=60,
             )
             result = await asyncio.wait_for(handle.result(), 60)

@@ -68,23 +68,34 @@ def leaks(where: str, text: str) -> list[str]:
 
 
 async def test_no_secret_reaches_ids_inputs_results_history_logs_traces_or_rows(
-    client: Client, settings: Settings, task_queue: str,
-    fakes: tuple[FakeModelAPI, FakeSlack, FakeGitHub], caplog: pytest.LogCaptureFixture,
+    client: Client,
+    settings: Settings,
+    task_queue: str,
+    fakes: tuple[FakeModelAPI, FakeSlack, FakeGitHub],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     model, slack, github = fakes
-    settings = settings.model_copy(update={
-        "task_queue": task_queue, "slack_bot_token": SecretStr(SLACK_BOT_TOKEN),
-        "slack_signing_secret": SecretStr(SLACK_SIGNING_SECRET), "slack_api_url": slack.base_url,
-        "github_token": SecretStr(GITHUB_TOKEN), "github_api_url": github.url,
-        "github_webhook_secret": SecretStr(GITHUB_WEBHOOK_SECRET),
-    })
+    settings = settings.model_copy(
+        update={
+            "task_queue": task_queue,
+            "slack_bot_token": SecretStr(SLACK_BOT_TOKEN),
+            "slack_signing_secret": SecretStr(SLACK_SIGNING_SECRET),
+            "slack_api_url": slack.base_url,
+            "github_token": SecretStr(GITHUB_TOKEN),
+            "github_api_url": github.url,
+            "github_webhook_secret": SecretStr(GITHUB_WEBHOOK_SECRET),
+        }
+    )
     url = settings.require_database_url()
     repo, channel = f"acme/r{uuid.uuid4().hex[:8]}", "C" + uuid.uuid4().hex[:9].upper()
     github.add_repo(repo)
-    agent = await stored(url, agent_config(
-        tools=[{"name": "github.create_issue", "permissions": ["issues:write"]}],
-        surfaces={"slack": {"channels": [channel]}},
-    ))
+    agent = await stored(
+        url,
+        agent_config(
+            tools=[{"name": "github.create_issue", "permissions": ["issues:write"]}],
+            surfaces={"slack": {"channels": [channel]}},
+        ),
+    )
     model.answer_tool_calls([tool_call("call_1", "github__create_issue", {"repo": repo, "title": "Flaky"})])
     model.answer("Opened the issue.")
     model.fail(401)  # the second task: the provider echoes the key it was given
@@ -97,9 +108,11 @@ async def test_no_secret_reaches_ids_inputs_results_history_logs_traces_or_rows(
 
     caplog.set_level(logging.DEBUG)
     app = create_app(settings, traced)
-    async with build_worker(traced, settings), app.router.lifespan_context(app), httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://surfaces"
-    ) as http:
+    async with (
+        build_worker(traced, settings),
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://surfaces") as http,
+    ):
         root = slack.add_message(channel, "The deploy step failed again.", user="U_ALICE")
         event = mention(channel, text=f"<@{BOT_USER}> open an issue about it", thread_ts=root)
         body = json.dumps(event).encode()
@@ -132,10 +145,12 @@ async def test_no_secret_reaches_ids_inputs_results_history_logs_traces_or_rows(
     pool = await get_pool(url)
     async with pool.connection() as conn:
         for table in ("transcript", "audit_log", "usage_ledger"):
-            rows = await (await conn.execute(
-                f"SELECT * FROM {table} WHERE task_id = ANY(%s)",  # noqa: S608 - fixed names
-                ([slack_task.id, failing.id],),
-            )).fetchall()
+            rows = await (
+                await conn.execute(
+                    f"SELECT * FROM {table} WHERE task_id = ANY(%s)",  # noqa: S608 - fixed names
+                    ([slack_task.id, failing.id],),
+                )
+            ).fetchall()
             assert rows or table == "usage_ledger"
             found += leaks(f"{table} rows", json.dumps(rows, default=str))
     assert found == []

@@ -29,14 +29,22 @@ ANSWER_DELAY_SECONDS = 3.0  # well inside the 10 s grace period
 
 
 async def test_sigterm_during_a_model_call_finishes_the_call_and_hands_over_the_task(
-    client: Client, dev_server: TemporalDevServer, pg_url: str, task_queue: str, tmp_path: Path,
+    client: Client,
+    dev_server: TemporalDevServer,
+    pg_url: str,
+    task_queue: str,
+    tmp_path: Path,
     forker: WorkerForker,
 ) -> None:
     fake = FakeModelAPI().start()
     fake.answer("Tuesdays.", delay=ANSWER_DELAY_SECONDS)
     env = worker_env(
-        dev_server.address, pg_url, task_queue, tmp_path,
-        OPENLOOP_MODEL_API_BASE=fake.base_url, OPENAI_API_KEY=FAKE_OPENAI_KEY,
+        dev_server.address,
+        pg_url,
+        task_queue,
+        tmp_path,
+        OPENLOOP_MODEL_API_BASE=fake.base_url,
+        OPENAI_API_KEY=FAKE_OPENAI_KEY,
     )
     workers = [await forker.spawn("a", env, tmp_path), await forker.spawn("b", env, tmp_path)]
     try:

@@ -34,18 +34,33 @@ def signed(body: bytes, *, age: int = 0, secret: str = SECRET) -> dict[str, str]
 
 
 def mention(event_id: str) -> bytes:
-    return json.dumps({
-        "type": "event_callback", "team_id": "T0", "event_id": event_id, "event_time": 1,
-        "event": {"type": "app_mention", "user": "U_ALICE", "channel": "C_REL", "ts": "1.0",
-                  "text": "<@UBOT> deploy everything"},
-    }).encode()
+    return json.dumps(
+        {
+            "type": "event_callback",
+            "team_id": "T0",
+            "event_id": event_id,
+            "event_time": 1,
+            "event": {
+                "type": "app_mention",
+                "user": "U_ALICE",
+                "channel": "C_REL",
+                "ts": "1.0",
+                "text": "<@UBOT> deploy everything",
+            },
+        }
+    ).encode()
 
 
 def click(action_id: str, task_id: str) -> bytes:
     value = json.dumps({"task_id": task_id, "request_id": "apr-1", "action_id": "a" * 32})
-    payload = {"type": "block_actions", "user": {"id": "U_ALICE"}, "channel": {"id": "C_REL"},
-               "container": {"channel_id": "C_REL"}, "message": {"ts": "2.0"},
-               "actions": [{"action_id": action_id, "value": value}]}
+    payload = {
+        "type": "block_actions",
+        "user": {"id": "U_ALICE"},
+        "channel": {"id": "C_REL"},
+        "container": {"channel_id": "C_REL"},
+        "message": {"ts": "2.0"},
+        "actions": [{"action_id": action_id, "value": value}],
+    }
     return urlencode({"payload": json.dumps(payload)}).encode()
 
 
@@ -65,26 +80,66 @@ async def test_each_rejection_has_its_status_starts_nothing_and_is_logged(
     task_id = f"task-rel-{uuid.uuid4().hex[:8]}"
     cases: list[tuple[str, str, bytes, dict[str, str], int]] = [
         ("forged signature", "/slack/events", body, {**JSON, **signed(body, secret="guessed")}, 401),
-        ("no signature", "/slack/events", body,
-         {**JSON, "X-Slack-Request-Timestamp": fresh["X-Slack-Request-Timestamp"]}, 401),
-        ("no timestamp", "/slack/events", body,
-         {**JSON, "X-Slack-Signature": fresh["X-Slack-Signature"]}, 401),
+        (
+            "no signature",
+            "/slack/events",
+            body,
+            {**JSON, "X-Slack-Request-Timestamp": fresh["X-Slack-Request-Timestamp"]},
+            401,
+        ),
+        (
+            "no timestamp",
+            "/slack/events",
+            body,
+            {**JSON, "X-Slack-Signature": fresh["X-Slack-Signature"]},
+            401,
+        ),
         ("no headers at all", "/slack/events", body, JSON, 401),
         ("timestamp 301 s old", "/slack/events", body, {**JSON, **signed(body, age=301)}, 401),
-        ("body changed after signing", "/slack/events", body.replace(b"deploy", b"delete"),
-         {**JSON, **fresh}, 401),
+        (
+            "body changed after signing",
+            "/slack/events",
+            body.replace(b"deploy", b"delete"),
+            {**JSON, **fresh},
+            401,
+        ),
         ("malformed JSON", "/slack/events", b"{not json", {**JSON, **signed(b"{not json")}, 400),
         ("JSON that is not an object", "/slack/events", b"[1, 2]", {**JSON, **signed(b"[1, 2]")}, 400),
-        ("forged click", "/slack/interactivity", click(blocks.APPROVE_ACTION, task_id),
-         {**FORM, **signed(click(blocks.APPROVE_ACTION, task_id), secret="guessed")}, 401),
-        ("stale click", "/slack/interactivity", click(blocks.APPROVE_ACTION, task_id),
-         {**FORM, **signed(click(blocks.APPROVE_ACTION, task_id), age=301)}, 401),
-        ("click without a payload", "/slack/interactivity", b"nothing=here",
-         {**FORM, **signed(b"nothing=here")}, 400),
-        ("click payload not an object", "/slack/interactivity", b"payload=%5B1%5D",
-         {**FORM, **signed(b"payload=%5B1%5D")}, 400),
-        ("unknown action id", "/slack/interactivity", click("delete_everything", task_id),
-         {**FORM, **signed(click("delete_everything", task_id))}, 400),
+        (
+            "forged click",
+            "/slack/interactivity",
+            click(blocks.APPROVE_ACTION, task_id),
+            {**FORM, **signed(click(blocks.APPROVE_ACTION, task_id), secret="guessed")},
+            401,
+        ),
+        (
+            "stale click",
+            "/slack/interactivity",
+            click(blocks.APPROVE_ACTION, task_id),
+            {**FORM, **signed(click(blocks.APPROVE_ACTION, task_id), age=301)},
+            401,
+        ),
+        (
+            "click without a payload",
+            "/slack/interactivity",
+            b"nothing=here",
+            {**FORM, **signed(b"nothing=here")},
+            400,
+        ),
+        (
+            "click payload not an object",
+            "/slack/interactivity",
+            b"payload=%5B1%5D",
+            {**FORM, **signed(b"payload=%5B1%5D")},
+            400,
+        ),
+        (
+            "unknown action id",
+            "/slack/interactivity",
+            click("delete_everything", task_id),
+            {**FORM, **signed(click("delete_everything", task_id))},
+            400,
+        ),
     ]
     unlogged = []
     for name, path, content, headers, status in cases:

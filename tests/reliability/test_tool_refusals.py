@@ -61,15 +61,22 @@ async def test_bad_tool_calls_are_refused_told_to_the_model_audited_and_never_ru
     # Never executed: no tool activity ran.
     history = await handle.fetch_history()
     assert "openloop.tool.run" not in history.to_json()
-    assert await scalar(url, "SELECT count(*) FROM audit_log WHERE task_id = %s AND kind = 'tool_call'",
-                        handle.id) == 0
+    assert (
+        await scalar(
+            url, "SELECT count(*) FROM audit_log WHERE task_id = %s AND kind = 'tool_call'", handle.id
+        )
+        == 0
+    )
     # Audited, every one of them, with the reason.
     pool = await get_pool(url)
     async with pool.connection() as conn:
-        rows: list[Any] = await (await conn.execute(
-            "SELECT tool, outcome FROM audit_log WHERE task_id = %s AND kind = 'tool_refused'"
-            " ORDER BY id", (handle.id,)
-        )).fetchall()
+        rows: list[Any] = await (
+            await conn.execute(
+                "SELECT tool, outcome FROM audit_log WHERE task_id = %s AND kind = 'tool_refused'"
+                " ORDER BY id",
+                (handle.id,),
+            )
+        ).fetchall()
     refused = {(row["tool"], row["outcome"]) for row in rows}
     assert len(rows) == len(CALLS), json.dumps(rows, default=str)
     assert {tool for tool, _ in refused} == {"memory.search", "shell.exec", "github.create_issue"}

@@ -22,10 +22,19 @@ SCOPE = MemoryScopeRef("acme", "helper", "channel", "slack:C0DEPLOY", "offline/h
 
 def call_input(step: int, **overrides: Any) -> ModelCallInput:
     values: dict[str, Any] = {
-        "task_id": "task-1", "step": step, "agent_name": "helper", "workspace": "acme",
-        "channel": "C0DEPLOY", "surface": "slack", "models": ["openai/gpt-4o-mini"],
-        "transcript_upto": 0, "new_messages": [], "tool_names": [], "max_tokens": 512,
-        "usd_headroom": 1.0, "token_headroom": 100_000,
+        "task_id": "task-1",
+        "step": step,
+        "agent_name": "helper",
+        "workspace": "acme",
+        "channel": "C0DEPLOY",
+        "surface": "slack",
+        "models": ["openai/gpt-4o-mini"],
+        "transcript_upto": 0,
+        "new_messages": [],
+        "tool_names": [],
+        "max_tokens": 512,
+        "usd_headroom": 1.0,
+        "token_headroom": 100_000,
     }
     return ModelCallInput(**(values | overrides))
 
@@ -36,8 +45,10 @@ def test_a_model_call_names_its_step_its_model_and_the_tools_run_inside_it() -> 
     folded = call_input(
         4,
         run_first=FoldedTools(
-            [FoldedToolCall(3, "c1", "memory.search", {"query": "deploys"}),
-             FoldedToolCall(3, "c2", "memory.search", {"query": "rollbacks"})],
+            [
+                FoldedToolCall(3, "c1", "memory.search", {"query": "deploys"}),
+                FoldedToolCall(3, "c2", "memory.search", {"query": "rollbacks"}),
+            ],
             CONTEXT,
             SCOPE,
         ),
@@ -53,8 +64,14 @@ def test_a_model_call_names_its_step_its_model_and_the_tools_run_inside_it() -> 
 
 def test_a_tool_call_names_its_approver() -> None:
     approved = ToolCallInput.for_call(
-        "task-1", 2, "c1", "github.create_issue", {"repo": "acme/web", "title": "Flaky"},
-        CONTEXT, SCOPE, ApprovalRecord("req-1", "act-1", "U_ALICE", "2026-11-22T10:00:00+00:00"),
+        "task-1",
+        2,
+        "c1",
+        "github.create_issue",
+        {"repo": "acme/web", "title": "Flaky"},
+        CONTEXT,
+        SCOPE,
+        ApprovalRecord("req-1", "act-1", "U_ALICE", "2026-11-22T10:00:00+00:00"),
     )
     assert activity_summary(ActivityName.RUN_TOOL, [approved]) == (
         "step 2: run github.create_issue, approved by U_ALICE"

@@ -265,8 +265,7 @@ def test_unknown_native_tool(tmp_path: Path) -> None:
 def test_mcp_tools_are_free_form_but_need_a_server(tmp_path: Path) -> None:
     good = mutate(
         "  approvals:\n",
-        "    - name: jira.lookup\n      type: mcp\n"
-        "      server: http://127.0.0.1:9000/mcp\n  approvals:\n",
+        "    - name: jira.lookup\n      type: mcp\n      server: http://127.0.0.1:9000/mcp\n  approvals:\n",
     )
     path = tmp_path / "mcp.yaml"
     path.write_text(good)
@@ -346,9 +345,7 @@ def test_same_agent_twice_in_one_file(tmp_path: Path) -> None:
 
 
 def test_parse_agent_reports_all_problems_in_one_error() -> None:
-    text = mutate("scope: channel", "scope: galaxy").replace(
-        "max_iterations: 12", "max_iterations: 0"
-    )
+    text = mutate("scope: channel", "scope: galaxy").replace("max_iterations: 12", "max_iterations: 0")
     with pytest.raises(AgentConfigError) as info:
         parse_agent(text, "inline.yaml")
     fields = {p.field for p in info.value.problems}

@@ -48,7 +48,11 @@ def test_same_text_same_vector_in_another_process() -> None:
 
 def test_features_are_unigrams_and_bigrams_lowercased() -> None:
     assert features("Deploy on FRIDAYS") == [
-        "deploy", "on", "fridays", "deploy on", "on fridays",
+        "deploy",
+        "on",
+        "fridays",
+        "deploy on",
+        "on fridays",
     ]
 
 
@@ -80,16 +84,10 @@ def test_partition_keys_keep_scopes_apart() -> None:
 
     assert partition_of(ref("channel", "slack:C1")) != partition_of(ref("channel", "slack:C2"))
     # Channel memory is per agent; workspace memory is shared by the workspace's agents.
-    assert partition_of(ref("channel", "slack:C1")) != partition_of(
-        ref("channel", "slack:C1", agent="other")
-    )
-    assert partition_of(ref("workspace", "acme")) == partition_of(
-        ref("workspace", "acme", agent="other")
-    )
+    assert partition_of(ref("channel", "slack:C1")) != partition_of(ref("channel", "slack:C1", agent="other"))
+    assert partition_of(ref("workspace", "acme")) == partition_of(ref("workspace", "acme", agent="other"))
     # A scope key with slashes cannot impersonate another agent's partition.
-    assert partition_of(ref("channel", "x/helper/y")) != partition_of(
-        ref("channel", "y", agent="x/helper")
-    )
+    assert partition_of(ref("channel", "x/helper/y")) != partition_of(ref("channel", "y", agent="x/helper"))
     with pytest.raises(ValueError):
         partition_of(ref("team", "x"))
     with pytest.raises(ValueError):

@@ -38,7 +38,11 @@ def test_emphasis_links_and_strike_become_mrkdwn() -> None:
 def test_headings_bullets_and_task_boxes() -> None:
     md = "# Summary\n- one\n  * two\n- [x] done\n- [ ] todo"
     assert blocks.markdown_to_mrkdwn(md).split("\n") == [
-        "*Summary*", "• one", "  • two", "☑ done", "☐ todo",
+        "*Summary*",
+        "• one",
+        "  • two",
+        "☑ done",
+        "☐ todo",
     ]
 
 
@@ -52,7 +56,11 @@ def test_control_characters_are_escaped_but_slack_tokens_kept() -> None:
 def test_code_is_left_alone_except_escaping() -> None:
     md = "Run `a **b** <c>` then:\n```python\nx = **kw  # <tag>\n```\nafter **bold**"
     assert blocks.markdown_to_mrkdwn(md).split("\n") == [
-        "Run `a **b** &lt;c&gt;` then:", "```", "x = **kw  # &lt;tag&gt;", "```", "after *bold*",
+        "Run `a **b** &lt;c&gt;` then:",
+        "```",
+        "x = **kw  # &lt;tag&gt;",
+        "```",
+        "after *bold*",
     ]
 
 
@@ -121,7 +129,11 @@ def test_approval_request_shows_what_args_cost_model_approvers_and_buttons() -> 
 
 def test_resolved_message_says_who_and_when_and_has_no_buttons() -> None:
     text, body = blocks.approval_resolved_message(
-        "task-slack-Ev1", "dev-platform", _request(), "approved", "U_APPROVER",
+        "task-slack-Ev1",
+        "dev-platform",
+        _request(),
+        "approved",
+        "U_APPROVER",
         "2025-01-02T10:05:00+00:00",
     )
     dumped = json.dumps(body)

@@ -126,33 +126,84 @@ class Scenario:
 
 
 SCENARIOS = (
-    Scenario("plain_answer", HELPER_YAML, "where is the deploy runbook?",
-             lambda: Script([say("It is in docs/runbook.md.", (120, 12), 0.0002)]),
-             _nothing, TaskStatus.SUCCESS),
-    Scenario("tool_call", HELPER_YAML, "what did we decide about deploys?",
-             lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
-                             say("We deploy on Tuesdays.", (210, 15), 0.0004)]),
-             _nothing, TaskStatus.SUCCESS),
+    Scenario(
+        "plain_answer",
+        HELPER_YAML,
+        "where is the deploy runbook?",
+        lambda: Script([say("It is in docs/runbook.md.", (120, 12), 0.0002)]),
+        _nothing,
+        TaskStatus.SUCCESS,
+    ),
+    Scenario(
+        "tool_call",
+        HELPER_YAML,
+        "what did we decide about deploys?",
+        lambda: Script(
+            [
+                use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
+                say("We deploy on Tuesdays.", (210, 15), 0.0004),
+            ]
+        ),
+        _nothing,
+        TaskStatus.SUCCESS,
+    ),
     # Read-only local tools run inside the next model call (patch "fold-local-tools").
-    Scenario("folded_tools", HELPER_YAML, "what did we decide about deploys and rollbacks?",
-             lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
-                             use("memory.search", ROLLBACK_ARGS, "c2", (180, 20), 0.0003),
-                             say("Deploys on Tuesdays; roll back with the runbook.", (230, 15), 0.0004)]),
-             _nothing, TaskStatus.SUCCESS),
-    Scenario("approval_approved", ISSUES_YAML, "open an issue for the flaky deploy step",
-             lambda: Script([use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005),
-                             say("Opened the issue.", (260, 10), 0.0004)]),
-             _approve, TaskStatus.SUCCESS),
-    Scenario("approval_expired", ISSUES_YAML, "open an issue for the flaky deploy step",
-             lambda: Script([use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005)]),
-             _let_expire, TaskStatus.APPROVAL_EXPIRED),
-    Scenario("budget_exhausted", HELPER_YAML, "summarise every deploy decision",
-             lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (4000, 200), 0.02)]),
-             _budget_runs_out, TaskStatus.BUDGET_EXHAUSTED),
-    Scenario("follow_up", HELPER_YAML, "deploy the release",
-             lambda: Script([say("Which environment, staging or production?", (90, 9), 0.0001),
-                             say("Deploying to staging.", (130, 6), 0.0002)]),
-             _answer_question, TaskStatus.SUCCESS),
+    Scenario(
+        "folded_tools",
+        HELPER_YAML,
+        "what did we decide about deploys and rollbacks?",
+        lambda: Script(
+            [
+                use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
+                use("memory.search", ROLLBACK_ARGS, "c2", (180, 20), 0.0003),
+                say("Deploys on Tuesdays; roll back with the runbook.", (230, 15), 0.0004),
+            ]
+        ),
+        _nothing,
+        TaskStatus.SUCCESS,
+    ),
+    Scenario(
+        "approval_approved",
+        ISSUES_YAML,
+        "open an issue for the flaky deploy step",
+        lambda: Script(
+            [
+                use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005),
+                say("Opened the issue.", (260, 10), 0.0004),
+            ]
+        ),
+        _approve,
+        TaskStatus.SUCCESS,
+    ),
+    Scenario(
+        "approval_expired",
+        ISSUES_YAML,
+        "open an issue for the flaky deploy step",
+        lambda: Script([use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005)]),
+        _let_expire,
+        TaskStatus.APPROVAL_EXPIRED,
+    ),
+    Scenario(
+        "budget_exhausted",
+        HELPER_YAML,
+        "summarise every deploy decision",
+        lambda: Script([use("memory.search", SEARCH_ARGS, "c1", (4000, 200), 0.02)]),
+        _budget_runs_out,
+        TaskStatus.BUDGET_EXHAUSTED,
+    ),
+    Scenario(
+        "follow_up",
+        HELPER_YAML,
+        "deploy the release",
+        lambda: Script(
+            [
+                say("Which environment, staging or production?", (90, 9), 0.0001),
+                say("Deploying to staging.", (130, 6), 0.0002),
+            ]
+        ),
+        _answer_question,
+        TaskStatus.SUCCESS,
+    ),
 )
 
 
@@ -178,7 +229,10 @@ async def run_scenario(env: WorkflowEnvironment, scenario: Scenario, task_queue:
         interceptors=[TaskTelemetryInterceptor()],
     ):
         handle = await env.client.start_workflow(
-            AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue,
+            AgentTaskWorkflow.run,
+            inp,
+            id=inp.task_id,
+            task_queue=task_queue,
             static_summary=f"{inp.agent.name}: {inp.request}",
         )
         await scenario.drive(env, handle)

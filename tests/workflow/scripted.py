@@ -174,4 +174,3 @@ async def wait_until_idle(handle: WorkflowHandle[Any, Any]) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the task still has work in flight after 10 s")
-

@@ -60,9 +60,7 @@ def worker(env: WorkflowEnvironment, script: Script, task_queue: str, **options:
 async def start(
     env: WorkflowEnvironment, inp: TaskInput, task_queue: str
 ) -> WorkflowHandle[AgentTaskWorkflow, TaskResult]:
-    return await env.client.start_workflow(
-        AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue
-    )
+    return await env.client.start_workflow(AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue)
 
 
 async def pending_request(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult]) -> tuple[str, str]:
@@ -96,9 +94,7 @@ async def test_approval_waits_three_days_then_expires_and_executes_nothing(
     assert "approval_expired" in [a.kind for a in script.audits]
 
 
-async def test_approval_after_two_days_executes_once(
-    ts_env: WorkflowEnvironment, task_queue: str
-) -> None:
+async def test_approval_after_two_days_executes_once(ts_env: WorkflowEnvironment, task_queue: str) -> None:
     script = issue_script()
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(), task_queue)
@@ -126,15 +122,9 @@ async def test_decisions_for_other_arguments_or_from_non_approvers_are_ignored(
         handle = await start(ts_env, task_input(), task_queue)
         request_id, action = await pending_request(handle)
         other_args = action_id("github.create_issue", {**ARGS, "title": "Something else"})
-        await handle.signal(
-            AgentTaskWorkflow.approve, ApprovalDecision(request_id, other_args, "U_ALICE")
-        )
-        await handle.signal(
-            AgentTaskWorkflow.approve, ApprovalDecision(request_id, action, "U_MALLORY")
-        )
-        await handle.signal(
-            AgentTaskWorkflow.approve, ApprovalDecision("apr-forged", action, "U_ALICE")
-        )
+        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(request_id, other_args, "U_ALICE"))
+        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision(request_id, action, "U_MALLORY"))
+        await handle.signal(AgentTaskWorkflow.approve, ApprovalDecision("apr-forged", action, "U_ALICE"))
         await asyncio.sleep(0.3)
         status = await handle.query(AgentTaskWorkflow.status)
         assert status.status == TaskStatus.WAITING_APPROVAL
@@ -151,9 +141,7 @@ async def test_decisions_for_other_arguments_or_from_non_approvers_are_ignored(
 async def test_denial_is_told_to_the_model_and_nothing_runs(
     ts_env: WorkflowEnvironment, task_queue: str
 ) -> None:
-    script = Script(
-        [use("github.create_issue", json.dumps(ARGS)), say("Understood, I will not open it.")]
-    )
+    script = Script([use("github.create_issue", json.dumps(ARGS)), say("Understood, I will not open it.")])
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(), task_queue)
         request_id, action = await pending_request(handle)

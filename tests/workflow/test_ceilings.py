@@ -28,9 +28,7 @@ spec:
 """
 
 
-def agent_yaml(
-    usd: float = 1.0, iterations: int = 10, tokens: int = 100_000, wall: str = "30m"
-) -> str:
+def agent_yaml(usd: float = 1.0, iterations: int = 10, tokens: int = 100_000, wall: str = "30m") -> str:
     return BASE.format(usd=usd, iterations=iterations, tokens=tokens, wall=wall)
 
 
@@ -79,9 +77,7 @@ async def test_usd_ceiling_pauses_and_an_approver_extension_resumes(
                 break
             await asyncio.sleep(0.05)
         assert script.model_inputs[1].usd_headroom == 0.004
-        await handle.signal(
-            AgentTaskWorkflow.extend_budget, BudgetExtension(by="U_MALLORY", usd=1.0)
-        )
+        await handle.signal(AgentTaskWorkflow.extend_budget, BudgetExtension(by="U_MALLORY", usd=1.0))
         await asyncio.sleep(0.2)
         assert (await handle.query(AgentTaskWorkflow.status)).status == TaskStatus.WAITING_BUDGET
         await handle.signal(AgentTaskWorkflow.extend_budget, BudgetExtension(by="U_ALICE", usd=0.5))
@@ -96,9 +92,7 @@ async def test_iterations_run_out_then_a_final_call_without_tools_summarises(
 ) -> None:
     script = Script(
         [],
-        default=lambda inp: (
-            say("Summary: searched three times.") if not inp.tool_names else searching(inp)
-        ),
+        default=lambda inp: say("Summary: searched three times.") if not inp.tool_names else searching(inp),
     )
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(iterations=3)), task_queue)
@@ -112,9 +106,7 @@ async def test_iterations_run_out_then_a_final_call_without_tools_summarises(
     assert any("wrap up" in m.content for i in script.model_inputs for m in i.new_messages)
 
 
-async def test_wall_clock_ceiling_stops_the_task(
-    ts_env: WorkflowEnvironment, task_queue: str
-) -> None:
+async def test_wall_clock_ceiling_stops_the_task(ts_env: WorkflowEnvironment, task_queue: str) -> None:
     script = Script([], default=searching, tool_delay_seconds=1.1)
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(wall="2s")), task_queue)
@@ -127,9 +119,7 @@ async def test_wall_clock_ceiling_stops_the_task(
 async def test_same_call_same_result_three_times_is_no_progress(
     ts_env: WorkflowEnvironment, task_queue: str
 ) -> None:
-    script = Script(
-        [], default=lambda inp: use("memory.search", '{"query": "same"}', f"c{inp.step}")
-    )
+    script = Script([], default=lambda inp: use("memory.search", '{"query": "same"}', f"c{inp.step}"))
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml()), task_queue)
         result = await handle.result()
@@ -152,9 +142,7 @@ async def test_three_invalid_tool_calls_in_a_row_end_the_task(
     assert result.status == TaskStatus.ERROR
     assert "invalid tool calls" in result.reason
     assert script.tool_calls == []
-    errors = [
-        m.content for i in script.model_inputs[1:] for m in i.new_messages if m.role == "tool"
-    ]
+    errors = [m.content for i in script.model_inputs[1:] for m in i.new_messages if m.role == "tool"]
     assert "not valid JSON" in errors[0] and "'query' is a required property" in errors[1]
 
 
@@ -187,9 +175,7 @@ async def test_cancel_signal_stops_a_task_waiting_for_approval(
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(), task_queue)
         await pending_request(handle)
-        await handle.signal(
-            AgentTaskWorkflow.cancel, CancelRequest(by="U_BOB", reason="not needed")
-        )
+        await handle.signal(AgentTaskWorkflow.cancel, CancelRequest(by="U_BOB", reason="not needed"))
         result = await handle.result()
     assert result.status == TaskStatus.CANCELLED
     assert script.tool_calls == []

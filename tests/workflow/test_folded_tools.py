@@ -35,10 +35,12 @@ async def test_a_search_runs_inside_the_next_model_call_and_is_recorded_as_its_s
 
     # Each search ran once, keyed by the step that asked for it, inside the following call.
     assert [(c.step, c.call_id, c.arguments) for c in script.tool_calls] == [
-        (1, "c1", {"query": "deploys"}), (2, "c2", {"query": "rollbacks"})
+        (1, "c1", {"query": "deploys"}),
+        (2, "c2", {"query": "rollbacks"}),
     ]
     assert [c.idempotency_key for c in script.tool_calls] == [
-        f"{result.task_id}:1:c1", f"{result.task_id}:2:c2"
+        f"{result.task_id}:1:c1",
+        f"{result.task_id}:2:c2",
     ]
     first, second, third = script.model_inputs
     assert first.run_first is None
@@ -47,11 +49,18 @@ async def test_a_search_runs_inside_the_next_model_call_and_is_recorded_as_its_s
     assert second.new_messages == [] and third.new_messages == []  # the results went in directly
 
     # No tool activity of its own: the only local activities are the start note and the recall.
-    local = [e for e in history.events if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
-             and e.marker_recorded_event_attributes.marker_name == "core_local_activity"]
+    local = [
+        e
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
+        and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
+    ]
     assert len(local) == 2
-    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
-                 if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
     assert ActivityName.RUN_TOOL not in scheduled
     # The timeline still reads model, tool, model, tool, model with the tools at their steps.
     timeline = [(s.step, s.kind) for s in explanation.steps if s.kind in ("model", "tool")]
@@ -81,11 +90,13 @@ async def test_writes_and_steps_with_a_remote_tool_run_as_their_own_activities(
     )
     two_calls = use("github.get_issue", json.dumps({"repo": "acme/app", "number": 7}), "c2")
     two_calls.tool_calls.insert(0, use("memory.search", DEPLOYS, "c1").tool_calls[0])
-    script = Script([
-        use("memory.save", json.dumps({"content": "we deploy on Tuesdays"}), "c0"),
-        two_calls,
-        say("Saved, and issue 7 is about deploys."),
-    ])
+    script = Script(
+        [
+            use("memory.save", json.dumps({"content": "we deploy on Tuesdays"}), "c0"),
+            two_calls,
+            say("Saved, and issue 7 is about deploys."),
+        ]
+    )
     async with worker(ts_env, script, task_queue):
         result = await (await start(ts_env, task_input(yaml_text), task_queue)).result()
     assert result.status == TaskStatus.SUCCESS
@@ -107,5 +118,7 @@ async def test_a_search_queued_at_continue_as_new_runs_in_the_next_run(
     assert sum("continuing as new" in d for d in explanation.decisions) == 2
     assert [c.call_id for c in script.tool_calls] == ["c1", "c2"]  # each once, in order
     assert [i.run_first.calls[0].call_id if i.run_first else None for i in script.model_inputs] == [
-        None, "c1", "c2"
+        None,
+        "c1",
+        "c2",
     ]

@@ -42,8 +42,21 @@ class AsksTheModelFirst:
     async def run(self, inp: TaskInput) -> TaskResult:
         await workflow.execute_activity(
             ActivityName.CALL_MODEL,
-            ModelCallInput(inp.task_id, 1, inp.agent.name, inp.agent.workspace, inp.context.channel,
-                           inp.context.surface, ["scripted/model"], 0, [], [], 100, 1.0, 1000),
+            ModelCallInput(
+                inp.task_id,
+                1,
+                inp.agent.name,
+                inp.agent.workspace,
+                inp.context.channel,
+                inp.context.surface,
+                ["scripted/model"],
+                0,
+                [],
+                [],
+                100,
+                1.0,
+                1000,
+            ),
             result_type=ModelCallResult,
             start_to_close_timeout=SHORT,
         )
@@ -63,8 +76,21 @@ class SkipsMemory:
         )
         await workflow.execute_activity(
             ActivityName.CALL_MODEL,
-            ModelCallInput(inp.task_id, 1, inp.agent.name, inp.agent.workspace, inp.context.channel,
-                           inp.context.surface, ["scripted/model"], 0, [], [], 100, 1.0, 1000),
+            ModelCallInput(
+                inp.task_id,
+                1,
+                inp.agent.name,
+                inp.agent.workspace,
+                inp.context.channel,
+                inp.context.surface,
+                ["scripted/model"],
+                0,
+                [],
+                [],
+                100,
+                1.0,
+                1000,
+            ),
             result_type=ModelCallResult,
             start_to_close_timeout=SHORT,
         )
@@ -72,8 +98,12 @@ class SkipsMemory:
 
 
 def first_command(history: WorkflowHistory) -> HistoryEvent:
-    return next(e for e in history.events if e.event_type in (
-        EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_MARKER_RECORDED))
+    return next(
+        e
+        for e in history.events
+        if e.event_type
+        in (EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, EventType.EVENT_TYPE_MARKER_RECORDED)
+    )
 
 
 def test_the_representative_histories_are_committed() -> None:

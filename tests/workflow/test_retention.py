@@ -47,16 +47,24 @@ async def test_the_workflow_purges_expired_memories_in_batches(
 ) -> None:
     pool = await get_pool(db_settings.require_database_url())
     ws, fresh = await seed(pool, stale=3)
-    async with Worker(ts_env.client, task_queue=task_queue,
-                      workflows=[MemoryRetentionWorkflow], activities=[purge_expired_memories]):
+    async with Worker(
+        ts_env.client,
+        task_queue=task_queue,
+        workflows=[MemoryRetentionWorkflow],
+        activities=[purge_expired_memories],
+    ):
         capped = await ts_env.client.execute_workflow(
-            MemoryRetentionWorkflow.run, PurgeInput(batch_size=1, max_batches=2),
-            id=f"ret-{uuid.uuid4().hex}", task_queue=task_queue,
+            MemoryRetentionWorkflow.run,
+            PurgeInput(batch_size=1, max_batches=2),
+            id=f"ret-{uuid.uuid4().hex}",
+            task_queue=task_queue,
         )
         assert capped == PurgeResult(deleted=2, batches=2, finished=False)
         done = await ts_env.client.execute_workflow(
-            MemoryRetentionWorkflow.run, PurgeInput(batch_size=1),
-            id=f"ret-{uuid.uuid4().hex}", task_queue=task_queue,
+            MemoryRetentionWorkflow.run,
+            PurgeInput(batch_size=1),
+            id=f"ret-{uuid.uuid4().hex}",
+            task_queue=task_queue,
         )
     assert done.finished and done.deleted >= 1 and done.batches == done.deleted + 1
     assert await remaining(pool, ws) == [fresh]
@@ -89,13 +97,15 @@ async def test_the_daily_schedule_is_idempotent_keeps_a_pause_and_purges(
 
         pool = await get_pool(db_settings.require_database_url())
         ws, fresh = await seed(pool, stale=2)
-        async with Worker(client, task_queue=task_queue, workflows=[MemoryRetentionWorkflow],
-                          activities=[purge_expired_memories]):
+        async with Worker(
+            client,
+            task_queue=task_queue,
+            workflows=[MemoryRetentionWorkflow],
+            activities=[purge_expired_memories],
+        ):
             await handle.trigger()
             workflow_id = await _first_run(handle)
-            result = await client.get_workflow_handle(
-                workflow_id, result_type=PurgeResult
-            ).result()
+            result = await client.get_workflow_handle(workflow_id, result_type=PurgeResult).result()
         assert result.finished and result.deleted >= 2
         assert await remaining(pool, ws) == [fresh]
     finally:
