@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from psycopg_pool import AsyncConnectionPool
 
-from activities.db import get_pool
+from activities.store.db import get_pool
 from config.settings import Settings
 
 

@@ -29,10 +29,10 @@ from pydantic import SecretStr
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
-from activities import github_client
 from activities import runtime as activity_runtime
-from activities.agent_store import StoredAgent, apply_agent
-from activities.db import apply_migrations_async, close_pools, get_pool
+from activities.github import client as github_client
+from activities.store.agents import StoredAgent, apply_agent
+from activities.store.db import apply_migrations_async, close_pools, get_pool
 from bench.scripted import BENCH_REPO, ISSUES, FloorWorkflow, Plan, noop, scripted_model
 from config.agent import AgentConfig
 from config.settings import Settings

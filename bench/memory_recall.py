@@ -27,11 +27,11 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from activities import memory_search
-from activities.db import apply_migrations, close_pools, get_pool
-from activities.embeddings import hashing_embedding
-from activities.memory import remember
-from activities.memory_search import search, vector_literal
+from activities.llm.embeddings import hashing_embedding
+from activities.store import memory_search
+from activities.store.db import apply_migrations, close_pools, get_pool
+from activities.store.memory import remember
+from activities.store.memory_search import search, vector_literal
 from config.agent import OFFLINE_EMBEDDING
 from workers.embedded import EmbeddedPostgres
 from workflows.types import MemoryScopeRef

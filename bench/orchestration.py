@@ -23,9 +23,9 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from activities import memory
-from activities.model import call_model
-from activities.tools.runner import run_tool
+from activities.llm.model_activities import call_model
+from activities.store import store_activities
+from activities.tools.tool_activities import run_tool
 from bench.common import (
     APPROVER,
     Stack,
@@ -120,7 +120,9 @@ async def run_in_process(
     run = InProcessRun(task_id)
     context = SurfaceContext("cli", "bench", APPROVER, event_id=task_id)
     scope = memory_scope(agent, context)
-    recalled = await memory.recall(RecallInput(scope, plan.request(), agent.spec.memory.recall_k, task_id))
+    recalled = await store_activities.recall(
+        RecallInput(scope, plan.request(), agent.spec.memory.recall_k, task_id)
+    )
     system = agent.spec.instructions + "".join(f"\n- {item.content}" for item in recalled.items)
     pending = [ChatMessage("system", system), ChatMessage("user", plan.request())]
     usage, step, upto, summary_upto, last_prompt = BudgetUsage(), 0, 0, 0, 0

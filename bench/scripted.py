@@ -1,7 +1,7 @@
 """The benches' zero-latency scripted model and the floor workflow they are measured against.
 
 `scripted_model` is registered under the real model activity name. It runs the real model
-activity's bookkeeping (`activities/model.py` `prepare_call` and `record_answer`: the retry
+activity's bookkeeping (`activities/llm/model_activities.py` `prepare_call` and `record_answer`: the retry
 cache check, transcript appends, the prompt built from the stored transcript with the
 task's view, then the answer and the usage row in one transaction) around a scripted
 answer instead of a provider call, so the per-step database work is what production does.
@@ -29,9 +29,9 @@ with workflow.unsafe.imports_passed_through():
 
     from temporalio import activity
 
-    from activities.model import prepare_call, record_answer
+    from activities.llm.compaction import estimate_tokens
+    from activities.llm.model_activities import prepare_call, record_answer
     from activities.runtime import runtime
-    from workflows.compaction import estimate_tokens
     from workflows.tool_catalog import model_tool_name
     from workflows.types import ActivityName, ModelCallInput, ModelCallResult, ModelUsage, ToolCall
 

@@ -207,8 +207,8 @@ async def _drain(database_url: str, expected: int, give_up_after: float = 300.0)
 
 
 async def _prepare(database_url: str) -> None:
-    from activities.agent_store import apply_agent
-    from activities.db import apply_migrations_async, close_pools, get_pool
+    from activities.store.agents import apply_agent
+    from activities.store.db import apply_migrations_async, close_pools, get_pool
     from config.agent import AgentConfig
 
     await apply_migrations_async(database_url)

@@ -3,7 +3,7 @@
 A scripted tool session (40 tool calls alternating github.get_issue on long issues and
 memory.search over a seeded channel memory, then the answer) run in-process through the
 real prompt path: every message stored in the real transcript tables, each prompt built by
-`workflows.compaction.build_prompt` from the stored transcript with the task's view, its
+`activities.llm.compaction.build_prompt` from the stored transcript with the task's view, its
 size counted by `estimate_tokens` (what the model activity reports for offline models).
 Summed over every model call:
 
@@ -20,8 +20,8 @@ import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from activities.memory import remember
 from activities.runtime import runtime
+from activities.store.memory import remember
 from bench.common import APPROVER, Stack
 from bench.orchestration import memory_scope, run_in_process
 from bench.scripted import Plan

@@ -12,9 +12,9 @@ import uuid
 
 from rich.console import Console
 
-from activities.agent_store import get_agent
-from activities.db import get_pool
-from surfaces.cli_tasks import follow_task
+from activities.store.agents import get_agent
+from activities.store.db import get_pool
+from surfaces.cli.tasks import follow_task
 from surfaces.client import connect
 from surfaces.tasks import start_task, task_id_for
 from workflows.types import SurfaceContext

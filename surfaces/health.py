@@ -25,7 +25,7 @@ def register(app: FastAPI) -> None:
         settings = app.state.settings
         if settings.database_url:
             try:
-                from activities.db import get_pool
+                from activities.store.db import get_pool
 
                 pool = await get_pool(settings.database_url)
                 async with pool.connection() as conn:

@@ -13,7 +13,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from activities.agent_store import StoredAgent
+from activities.store.agents import StoredAgent
 from config.settings import Settings
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow

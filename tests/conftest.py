@@ -24,7 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from activities import runtime as activity_runtime  # noqa: E402
-from activities.db import apply_migrations, close_pools  # noqa: E402
+from activities.store.db import apply_migrations, close_pools  # noqa: E402
 from config.settings import Settings  # noqa: E402
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, find_binary, free_port  # noqa: E402
 from workers.setup import register_search_attributes  # noqa: E402

@@ -31,7 +31,7 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from activities.tools.runner import record_tool_span_attributes
+from activities.tools.tool_activities import record_tool_span_attributes
 from workers.telemetry import record_model_span_attributes
 from workflows import activity_options
 from workflows.types import (

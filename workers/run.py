@@ -33,7 +33,7 @@ import psycopg
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
-from activities.db import apply_migrations_async, close_pools, migration_files
+from activities.store.db import apply_migrations_async, close_pools, migration_files
 from config.settings import Settings
 from workers.options import RunOptions, WorkerOptionsError, connect_from_env
 from workers.probe import REFRESH_SECONDS, ReadinessFiles

@@ -21,7 +21,6 @@ PASSTHROUGH_MODULES = (
     "workflows.budget_ledger",
     "workflows.budget_types",
     "workflows.activity_options",
-    "workflows.compaction",
     "workflows.outcomes",
     "workflows.search",
     "pydantic",

@@ -19,8 +19,8 @@ from pathlib import Path
 import uvicorn
 from rich.console import Console
 
-from activities.agent_store import apply_agent, list_agents
-from activities.db import apply_migrations_async, close_pools, get_pool
+from activities.store.agents import apply_agent, list_agents
+from activities.store.db import apply_migrations_async, close_pools, get_pool
 from config.loader import EXAMPLES_DIR, load_agent_file
 from config.settings import Settings, write_stack_file
 from surfaces.app import create_app

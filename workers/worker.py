@@ -11,15 +11,15 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities import ledger, memory
-from activities.model import call_model
-from activities.surface import (
+from activities.llm.model_activities import call_model
+from activities.store import store_activities
+from activities.surface_activities import (
     post_approval_request,
     post_reply,
     resolve_approval_request,
     task_started,
 )
-from activities.tools.runner import run_tool
+from activities.tools.tool_activities import run_tool
 from config.settings import Settings
 from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
@@ -39,9 +39,9 @@ WORKFLOWS: Sequence[type] = (AgentTaskWorkflow, MemoryRetentionWorkflow, AgentBu
 ACTIVITIES: Sequence[Callable[..., Any]] = (
     call_model,
     run_tool,
-    memory.recall,
-    memory.purge_expired_memories,
-    ledger.record_audit,
+    store_activities.recall,
+    store_activities.purge_expired_memories,
+    store_activities.record_audit,
     task_started,
     post_reply,
     post_approval_request,

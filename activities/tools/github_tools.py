@@ -1,7 +1,7 @@
 """GitHub tools: create_issue, comment, get_issue, search_issues, list_failed_runs, get_job_log.
 
 Permissions and approvals are checked by the workflow before a handler runs (see
-`workflows.tool_catalog`). Writes are exactly-once per idempotency key (`activities.github_once`).
+`workflows.tool_catalog`). Writes are exactly-once per idempotency key (`activities.github.once`).
 Everything read from GitHub is stripped of hidden content and bounded before the model sees it.
 """
 
@@ -14,14 +14,14 @@ from typing import Any
 import requests
 from github import Github
 
-from activities.github_client import (
+from activities.github.client import (
     REQUEST_TIMEOUT_SECONDS,
     bounded,
     check_repo,
     github_call,
     strip_hidden,
 )
-from activities.github_once import comment_once, create_issue_once
+from activities.github.once import comment_once, create_issue_once
 from activities.runtime import Runtime
 from activities.tools.registry import ToolError, handler
 from workflows.types import ToolCallInput

@@ -12,12 +12,12 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from activities import ledger
-from activities.embeddings import Embeddings, is_offline
-from activities.memory import MAX_CONTENT_CHARS, remember_with_usage, search_with_usage
+from activities.llm.embeddings import Embeddings, is_offline
 from activities.runtime import Runtime
+from activities.store import ledger
+from activities.store.memory import MAX_CONTENT_CHARS, remember_with_usage, search_with_usage
 from activities.tools.registry import ToolError, handler
-from activities.tools.runner import tool_audit
+from activities.tools.tool_activities import tool_audit
 from workflows.types import ToolCallInput, ToolCallResult
 
 DEFAULT_K = 5

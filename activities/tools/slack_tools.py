@@ -12,9 +12,9 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from activities import slack_blocks as blocks
 from activities.runtime import Runtime
-from activities.slack_client import (
+from activities.slack import blocks
+from activities.slack.client import (
     SlackNotConfigured,
     activity_error,
     bot_client,
@@ -25,7 +25,7 @@ from activities.slack_client import (
     recent_channel_messages,
     thread_messages,
 )
-from activities.slack_surface import APPROVAL_EVENT, PROGRESS_EVENT
+from activities.slack.surface import APPROVAL_EVENT, PROGRESS_EVENT
 from activities.tools.registry import ToolError, handler
 from workflows.types import ToolCallInput
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from activities.github_client import MARKER_PREFIX, bounded, strip_hidden
+from activities.github.client import MARKER_PREFIX, bounded, strip_hidden
 from config.agent import GitHubSurface
 
 COMMENT_EVENTS = ("issue_comment", "pull_request_review_comment")

@@ -19,9 +19,9 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
-from activities.agent_store import StoredAgent, agent_for_github_repo
-from activities.db import get_pool
-from activities.github_once import fetch_row
+from activities.github.once import fetch_row
+from activities.store.agents import StoredAgent, agent_for_github_repo
+from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.github import events
 from surfaces.tasks import start_task, task_id_for

@@ -20,8 +20,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from temporalio.client import Client
 
-from activities.db import get_pool
-from activities.slack_client import bot_client
+from activities.slack.client import bot_client
+from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import Outcome, SlackDispatcher

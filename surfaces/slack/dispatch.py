@@ -21,10 +21,10 @@ from slack_sdk.errors import SlackApiError
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities import slack_blocks as blocks
-from activities.agent_store import StoredAgent, agent_for_slack_channel
-from activities.db import get_pool
-from activities.slack_client import SlackNotConfigured, bot_client, error_code
+from activities.slack import blocks
+from activities.slack.client import SlackNotConfigured, bot_client, error_code
+from activities.store.agents import StoredAgent, agent_for_slack_channel
+from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.tasks import start_task, task_id_for
 from workflows import search

@@ -21,7 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from psycopg_pool import AsyncConnectionPool
 from slack_sdk.signature import SignatureVerifier
 
-from activities.db import get_pool
+from activities.store.db import get_pool
 from surfaces.app import add_background
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import Outcome, SlackDispatcher

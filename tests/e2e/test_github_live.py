@@ -15,7 +15,7 @@ import pytest
 from github import Auth, Github
 from pydantic import SecretStr
 
-from activities import github_client
+from activities.github import client as github_client
 from activities.runtime import Runtime
 from activities.tools.registry import get_handler
 from config.settings import Settings

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from activities import slack_surface
 from activities.runtime import Runtime
-from activities.slack_client import bot_client, thread_messages
+from activities.slack import surface as slack_surface
+from activities.slack.client import bot_client, thread_messages
 from activities.tools.registry import get_handler
 from config.settings import Settings
 from workflows.types import (

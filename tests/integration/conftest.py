@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from activities.providers import API_BASE_ENV
+from activities.llm.providers import API_BASE_ENV
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
 

@@ -16,9 +16,9 @@ from fastapi import FastAPI
 from pydantic import SecretStr
 from temporalio.client import Client
 
-from activities import github_client
-from activities.agent_store import StoredAgent, apply_agent
-from activities.db import get_pool
+from activities.github import client as github_client
+from activities.store.agents import StoredAgent, apply_agent
+from activities.store.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.github import webhooks

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from config.loader import EXAMPLES_DIR
 from config.settings import Settings
-from surfaces.cli import app
+from surfaces.cli.main import app
 
 MINIMAL = (EXAMPLES_DIR / "minimal.yaml").read_text()
 
@@ -231,8 +231,8 @@ def test_two_agents_never_answer_for_the_same_channel(
 async def test_the_store_refuses_a_second_agent_for_a_repo_even_without_the_cli(
     db_settings: Settings,
 ) -> None:
-    from activities.agent_store import BindingConflict, apply_agent
-    from activities.db import get_pool
+    from activities.store.agents import BindingConflict, apply_agent
+    from activities.store.db import get_pool
     from config.agent import AgentConfig
 
     repo = f"acme/{uuid.uuid4().hex[:8]}"

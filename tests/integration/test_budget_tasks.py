@@ -14,8 +14,8 @@ import pytest
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.model import call_model
-from activities.providers import price_per_token
+from activities.llm.model_activities import call_model
+from activities.llm.providers import price_per_token
 from activities.runtime import runtime
 from config.loader import parse_agent
 from config.settings import Settings

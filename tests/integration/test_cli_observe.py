@@ -21,7 +21,7 @@ from temporalio.worker import Worker
 from typer.testing import CliRunner, Result
 
 from config.loader import parse_agent
-from surfaces.cli import app
+from surfaces.cli.main import app
 from tests.workflow.record_histories import HELPER_YAML, ISSUE_ARGS, ISSUES_YAML, SEARCH_ARGS
 from tests.workflow.scripted import Script, say, use
 from workers.embedded import TemporalDevServer, find_binary

@@ -10,10 +10,10 @@ import uuid
 
 from temporalio.testing import ActivityEnvironment
 
-from activities.memory import remember
-from activities.model import call_model
+from activities.llm.model_activities import call_model
 from activities.runtime import runtime
-from activities.transcript import TOOL_OUTPUT_PREVIEW_CHARS
+from activities.store.memory import remember
+from activities.store.transcript import TOOL_OUTPUT_PREVIEW_CHARS
 from config.agent import OFFLINE_EMBEDDING
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call

@@ -15,7 +15,7 @@ import pytest
 from temporalio import activity
 from temporalio.client import Client, WorkflowHandle
 
-from activities import github_client
+from activities.github import client as github_client
 from config.settings import Settings
 from tests.fakes.github_api import FakeGitHub
 from tests.integration.github_env import SHA, Env, comment, failed_run, running_fake, webhook_env
@@ -143,7 +143,7 @@ async def test_a_failed_run_is_investigated_and_reported_on_the_pull_request(
             "ci": {"enabled": True, "branches": ["feature/*"], "report_to": ["pr_comment", "commit_comment"]}
         },
     )
-    from activities.model import call_model
+    from activities.llm.model_activities import call_model
     from workers.worker import ACTIVITIES, build_worker
 
     activities = [a for a in ACTIVITIES if a is not call_model] + [ci_investigator()]

@@ -10,7 +10,8 @@ import pytest
 from pydantic import SecretStr
 from temporalio.exceptions import ApplicationError
 
-from activities import github_client, github_surface
+from activities.github import client as github_client
+from activities.github import surface as github_surface
 from activities.runtime import Runtime
 from config.settings import Settings
 from tests.fakes.github_api import FakeGitHub

@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from pydantic import SecretStr
 from temporalio.exceptions import ApplicationError
 
-from activities import github_client
-from activities.github_client import marker
+from activities.github import client as github_client
+from activities.github.client import marker
 from activities.runtime import Runtime
 from activities.tools.registry import ToolError, get_handler
 from config.settings import Settings

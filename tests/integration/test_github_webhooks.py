@@ -20,7 +20,7 @@ from temporalio.client import Client
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
-from activities import github_client
+from activities.github import client as github_client
 from config.settings import Settings
 from surfaces.tasks import task_id_for
 from tests.fakes.github_api import FakeGitHub

@@ -16,13 +16,14 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 from typer.testing import CliRunner
 
-from activities.agent_store import apply_agent
-from activities.db import get_pool
-from activities.ledger import UsageRow, list_audit, record_audit, usage_report, write_usage
+from activities.store.agents import apply_agent
+from activities.store.db import get_pool
+from activities.store.ledger import UsageRow, list_audit, usage_report, write_usage
+from activities.store.store_activities import record_audit
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.app import create_app
-from surfaces.cli import app as cli_app
+from surfaces.cli.main import app as cli_app
 from workflows.types import AuditEvent
 
 MARCH = datetime(2024, 3, 20, 12, tzinfo=UTC)

@@ -16,10 +16,10 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities import memory_search
-from activities.db import get_pool
-from activities.embeddings import hashing_embedding
-from activities.memory import (
+from activities.llm.embeddings import hashing_embedding
+from activities.store import memory_search
+from activities.store.db import get_pool
+from activities.store.memory import (
     forget,
     list_memories,
     purge_expired,
@@ -27,7 +27,7 @@ from activities.memory import (
     remember,
     search,
 )
-from activities.memory_search import partition_of, vector_literal
+from activities.store.memory_search import partition_of, vector_literal
 from config.agent import OFFLINE_EMBEDDING
 from config.settings import Settings
 from workflows.types import MemoryScopeRef, RecallInput

@@ -16,16 +16,16 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 from typer.testing import CliRunner
 
-from activities.agent_store import apply_agent
-from activities.db import get_pool
-from activities.embeddings import embed
-from activities.memory import list_memories, recall, remember, search
-from activities.memory_search import hnsw_index_name
-from activities.providers import API_BASE_ENV
-from activities.tools.runner import run_tool
+from activities.llm.embeddings import embed
+from activities.llm.providers import API_BASE_ENV
+from activities.store.agents import apply_agent
+from activities.store.db import get_pool
+from activities.store.memory import list_memories, recall, remember, search
+from activities.store.memory_search import hnsw_index_name
+from activities.tools.tool_activities import run_tool
 from config.agent import OFFLINE_EMBEDDING, AgentConfig
 from config.settings import Settings
-from surfaces.cli import app
+from surfaces.cli.main import app
 from tests.fakes.embeddings_api import FakeEmbeddingsAPI
 from workflows.types import MemoryScopeRef, RecallInput, SurfaceContext, ToolCallInput
 

@@ -6,7 +6,7 @@ import concurrent.futures
 
 import psycopg
 
-from activities.db import apply_migrations, migration_files
+from activities.store.db import apply_migrations, migration_files
 
 
 def test_every_migration_is_recorded_once(pg_url: str) -> None:

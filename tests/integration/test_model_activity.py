@@ -19,7 +19,7 @@ from temporalio.converter import DataConverter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.model import call_model
+from activities.llm.model_activities import call_model
 from activities.runtime import runtime
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from workflows.tool_catalog import NATIVE_TOOLS

@@ -17,7 +17,7 @@ import pytest
 
 from workers.embedded import free_port, port_open
 
-OPENLOOP = [sys.executable, "-m", "surfaces.cli"]
+OPENLOOP = [sys.executable, "-m", "surfaces.cli.main"]
 STARTUP_SECONDS = 120
 
 

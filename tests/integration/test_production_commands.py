@@ -27,7 +27,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _openloop(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "surfaces.cli", *args]
+    command = [sys.executable, "-m", "surfaces.cli.main", *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -68,7 +68,7 @@ def test_serve_is_live_at_once_ready_when_temporal_and_postgres_answer_and_stops
     )
     log = tmp_path / "serve.log"
     with log.open("wb") as out:
-        command = [sys.executable, "-m", "surfaces.cli", "serve"]
+        command = [sys.executable, "-m", "surfaces.cli.main", "serve"]
         process = subprocess.Popen(command, env=env, stdout=out, stderr=out)
     try:
         deadline = time.monotonic() + 90

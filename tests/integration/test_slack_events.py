@@ -25,9 +25,9 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities import runtime as activity_runtime
-from activities import slack_blocks as blocks
-from activities.agent_store import StoredAgent, apply_agent
-from activities.db import get_pool
+from activities.slack import blocks
+from activities.store.agents import StoredAgent, apply_agent
+from activities.store.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.app import create_app

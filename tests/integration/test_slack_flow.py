@@ -25,10 +25,10 @@ from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
 from activities import runtime as activity_runtime
-from activities import slack_surface
-from activities.agent_store import apply_agent
-from activities.db import get_pool
 from activities.runtime import Runtime
+from activities.slack import surface as slack_surface
+from activities.store.agents import apply_agent
+from activities.store.db import get_pool
 from activities.tools.registry import ToolError, get_handler
 from config.agent import AgentConfig
 from config.settings import Settings

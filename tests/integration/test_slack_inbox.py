@@ -9,7 +9,7 @@ from typing import Any
 
 from psycopg_pool import AsyncConnectionPool
 
-from activities.db import get_pool
+from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import Outcome

@@ -14,8 +14,8 @@ from pathlib import Path
 import psycopg
 from temporalio.client import Client, WorkflowHandle
 
-from activities.agent_store import StoredAgent, apply_agent
-from activities.db import get_pool
+from activities.store.agents import StoredAgent, apply_agent
+from activities.store.db import get_pool
 from config.loader import example_agent
 from config.settings import Settings
 from surfaces.tasks import start_task, task_id_for

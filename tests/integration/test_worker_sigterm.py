@@ -25,8 +25,8 @@ import pytest
 from temporalio.api.enums.v1 import EventType, VersioningBehavior
 from temporalio.client import Client, WorkflowHandle
 
-from activities.agent_store import apply_agent
-from activities.db import get_pool
+from activities.store.agents import apply_agent
+from activities.store.db import get_pool
 from config.loader import parse_agent
 from config.settings import Settings
 from surfaces.tasks import start_task
@@ -149,7 +149,7 @@ async def _count(pg_url: str, sql: str, *params: object) -> int:
 def _promote(env: dict[str, str], deployment: str, build_id: str) -> None:
     command = ["promote", build_id, "--deployment", deployment, "--wait", "60"]
     result = subprocess.run(
-        [sys.executable, "-m", "surfaces.cli", *command],
+        [sys.executable, "-m", "surfaces.cli.main", *command],
         env=env,
         capture_output=True,
         text=True,

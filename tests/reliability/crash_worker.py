@@ -36,8 +36,8 @@ STICKY_TIMEOUT = timedelta(seconds=1)
 
 
 def _shorten_timeouts() -> None:
-    from activities import github_client
-    from activities import model as model_activity
+    from activities.github import client as github_client
+    from activities.llm import model_activities as model_activity
     from workers import worker
     from workflows import activity_options
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from activities.agent_store import StoredAgent, apply_agent
-from activities.db import get_pool
+from activities.store.agents import StoredAgent, apply_agent
+from activities.store.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.tasks import start_task

@@ -17,7 +17,7 @@ import litellm
 import pytest
 from temporalio.client import Client
 
-from activities.db import get_pool
+from activities.store.db import get_pool
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, Recorded, Scripted, tool_call
 from tests.reliability.harness import FAKE_OPENAI_KEY, MODEL, agent_config, start, stored

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from activities.db import get_pool
-from activities.memory import remember, search
+from activities.store.db import get_pool
+from activities.store.memory import remember, search
 from config.agent import OFFLINE_EMBEDDING
 from workflows.types import MemoryScopeRef
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
 from temporalio.client import Client
 
-from activities.db import apply_migrations, get_pool
+from activities.store.db import apply_migrations, get_pool
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
 from tests.reliability.harness import (

@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import SecretStr
 from temporalio.client import Client
 
-from activities import github_client
-from activities.db import get_pool
+from activities.github import client as github_client
+from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.app import create_app
 from surfaces.tasks import task_id_for

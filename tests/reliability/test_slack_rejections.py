@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 from temporalio.client import Client
 
-from activities import slack_blocks as blocks
+from activities.slack import blocks
 from config.settings import Settings
 from surfaces.app import create_app
 from surfaces.tasks import task_id_for

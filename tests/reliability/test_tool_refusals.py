@@ -15,7 +15,7 @@ from temporalio import workflow
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from activities.db import get_pool
+from activities.store.db import get_pool
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.reliability.harness import agent_config, scalar, start, stored

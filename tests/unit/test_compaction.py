@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workflows.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE, build_prompt, estimate_tokens
+from activities.llm.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE, build_prompt, estimate_tokens
 from workflows.types import TranscriptView
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from activities.github_client import marker, rate_limit_delay, strip_hidden
+from activities.github.client import marker, rate_limit_delay, strip_hidden
 from config.agent import GitHubCIWatch, GitHubSurface
 from surfaces.github import events
 

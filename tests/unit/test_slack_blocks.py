@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from activities import slack_blocks as blocks
+from activities.slack import blocks
 from workflows.types import ApprovalRequest, TaskStatus
 
 

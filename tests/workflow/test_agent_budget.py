@@ -16,7 +16,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.budget_client import (
+from activities.llm.budget_client import (
     affordable_max_tokens,
     release_budget,
     reserve_budget,

@@ -16,7 +16,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import WorkflowHistory
 from typer.testing import CliRunner
 
-from surfaces.cli import app
+from surfaces.cli.main import app
 from workers.history import describe_event, load_history, replay
 from workflows.types import (
     WORKFLOW_NAME,

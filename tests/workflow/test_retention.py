@@ -13,8 +13,9 @@ from temporalio.client import Client, ScheduleActionStartWorkflow, ScheduleHandl
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.db import get_pool
-from activities.memory import list_memories, purge_expired_memories, remember
+from activities.store.db import get_pool
+from activities.store.memory import list_memories, remember
+from activities.store.store_activities import purge_expired_memories
 from config.agent import OFFLINE_EMBEDDING
 from config.settings import Settings
 from workers.schedules import ensure_retention_schedule

@@ -17,8 +17,8 @@ from rich.markup import escape
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
 
-from activities.agent_store import get_agent
-from activities.db import get_pool
+from activities.store.agents import get_agent
+from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.client import connect
 from surfaces.tasks import start_task, task_id_for

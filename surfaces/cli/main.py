@@ -19,13 +19,13 @@ app = typer.Typer(
 )
 
 COMMAND_MODULES = (
-    "surfaces.cli_stack",
-    "surfaces.cli_agents",
-    "surfaces.cli_worker",
-    "surfaces.cli_tasks",
-    "surfaces.cli_memory",
-    "surfaces.cli_usage",
-    "surfaces.cli_observe",
+    "surfaces.cli.stack",
+    "surfaces.cli.agents",
+    "surfaces.cli.worker",
+    "surfaces.cli.tasks",
+    "surfaces.cli.memory",
+    "surfaces.cli.usage",
+    "surfaces.cli.observe",
     "surfaces.slack.cli",
 )
 

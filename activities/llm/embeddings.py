@@ -77,7 +77,7 @@ async def embed(model: str, texts: list[str]) -> Embeddings:
 async def _litellm_embed(model: str, texts: list[str]) -> Embeddings:
     import litellm  # heavy: loaded only when a provider model is configured
 
-    from activities.providers import API_BASE_ENV
+    from activities.llm.providers import API_BASE_ENV
 
     # LiteLLM's OpenAI embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, so an
     # explicit 0 turns into 2 SDK retries. Nothing in OpenLoop lets a client library retry
@@ -136,7 +136,7 @@ def _cost(response: Any) -> float:
 def _classify(model: str, exc: Exception) -> ApplicationError:
     """The model calls' classification (auth, not found, bad request: non-retryable; 429
     with its Retry-After, 5xx, timeouts: retryable), worded for the embedding setting."""
-    from activities.providers import classify_error
+    from activities.llm.providers import classify_error
 
     err = classify_error(model, exc)
     return ApplicationError(

@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
 
 
 async def _setup(settings: Settings, search_attributes: bool, migrations: bool) -> list[str]:
-    from activities.db import apply_migrations_async, close_pools
+    from activities.store.db import apply_migrations_async, close_pools
     from workers.options import connect_from_env
     from workers.schedules import ensure_retention_schedule
     from workers.setup import register_search_attributes
@@ -213,6 +213,6 @@ async def _serve(settings: Settings) -> None:
         await server.serve()  # handles SIGTERM: stops accepting, finishes open requests
     finally:
         connecting.cancel()
-        from activities.db import close_pools
+        from activities.store.db import close_pools
 
         await close_pools()

@@ -22,8 +22,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from activities.agent_store import get_agent
-from activities.memory import forget, list_memories, search
+from activities.store.agents import get_agent
+from activities.store.memory import forget, list_memories, search
 from config.settings import Settings
 from workflows.types import MemoryScopeRef
 

@@ -1,6 +1,6 @@
 """PostgreSQL access: one async connection pool per process, and the migration runner.
 
-Migrations are plain ordered SQL files in `activities/migrations/`, each applied once and
+Migrations are plain ordered SQL files in `activities/store/migrations/`, each applied once and
 recorded in `schema_migrations`. An advisory lock makes concurrent runs (two workers
 starting together) safe: the second waits, then finds nothing left to do.
 """

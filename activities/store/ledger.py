@@ -19,12 +19,10 @@ from typing import Any
 from psycopg import AsyncConnection
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
-from temporalio import activity
 
-from activities.agent_store import list_agents
-from activities.runtime import runtime
+from activities.store.agents import list_agents
 from config.agent import parse_duration
-from workflows.types import ActivityName, AuditEvent
+from workflows.types import AuditEvent
 
 SECRET_KEY_HINTS = ("token", "key", "secret", "password", "passwd", "authorization", "cookie")
 # Token shapes that must not reach a preview even under an innocent key name.
@@ -141,14 +139,6 @@ async def write_audit(conn: AsyncConnection[Any], event: AuditEvent) -> bool:
         ),
     )
     return await cursor.fetchone() is not None
-
-
-@activity.defn(name=ActivityName.RECORD_AUDIT)
-async def record_audit(event: AuditEvent) -> None:
-    """Write one audit row (idempotent: a retry of this activity writes nothing new)."""
-    pool = await runtime().pool()
-    async with pool.connection() as conn:
-        await write_audit(conn, event)
 
 
 # Read side -----------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from psycopg import AsyncConnection
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import ledger, transcript
 from activities.runtime import Runtime, runtime
+from activities.store import ledger, transcript
 from activities.tools.registry import ToolError, get_handler
 from workflows.types import ActivityName, AuditEvent, ToolCallInput, ToolCallResult
 

@@ -1,6 +1,6 @@
 """What a task shows in its Slack thread: reactions, one progress message, replies, approvals.
 
-Plain async functions called by the surface activities (`activities/surface.py`), not
+Plain async functions called by the surface activities (`activities/surface_activities.py`), not
 activities themselves. Temporal retries them, so each is idempotent: every post carries
 Slack message metadata naming the task and what it is, and a retry first looks for its own
 earlier post in the thread. Progress is shown with reactions on the request (working ->
@@ -16,9 +16,9 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from activities import slack_blocks as blocks
 from activities.runtime import Runtime
-from activities.slack_client import (
+from activities.slack import blocks
+from activities.slack.client import (
     SlackNotConfigured,
     activity_error,
     bot_client,

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from workflows.compaction import SUMMARY_INSTRUCTION
+from activities.llm.compaction import SUMMARY_INSTRUCTION
 from workflows.tool_catalog import model_tool_name
 from workflows.types import ToolCall
 

@@ -24,8 +24,8 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities import ledger, offline_model, transcript
-from activities.budget_client import (
+from activities.llm import offline as offline_model
+from activities.llm.budget_client import (
     affordable_max_tokens,
     release_budget,
     reservation_key,
@@ -33,12 +33,13 @@ from activities.budget_client import (
     settle_budget,
     worst_case_usd,
 )
-from activities.providers import ProviderCall, call_provider, price_per_token
+from activities.llm.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
+from activities.llm.providers import ProviderCall, call_provider, price_per_token
 from activities.runtime import runtime
-from activities.tools.runner import bound_and_audit, execute_tool, record_tool_span_attributes
+from activities.store import ledger, transcript
+from activities.tools.tool_activities import bound_and_audit, execute_tool, record_tool_span_attributes
 from workflows.budget import MIN_USEFUL_MAX_TOKENS
 from workflows.budget_types import ReserveResult
-from workflows.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt, estimate_tokens
 from workflows.tool_catalog import NATIVE_TOOLS, model_tool_name
 from workflows.types import (
     ActivityName,

@@ -20,8 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from activities.ledger import parse_since, usage_report
-from surfaces.cli_memory import fail, run_with_pool
+from activities.store.ledger import parse_since, usage_report
+from surfaces.cli.memory import fail, run_with_pool
 
 EXIT_BAD_OPTION = 1
 CHART_WIDTH = 40

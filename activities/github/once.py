@@ -22,7 +22,7 @@ from typing import Any, cast
 from github import Github
 from psycopg import AsyncConnection
 
-from activities.github_client import github_call, marker, with_marker
+from activities.github.client import github_call, marker, with_marker
 from activities.runtime import Runtime
 
 # GitHub's clock and ours may differ: look back further than the claim itself.

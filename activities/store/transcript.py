@@ -4,7 +4,7 @@ Appends are idempotent: a retried activity writes the same seq again and the row
 overwritten with what the successful attempt returns, so the stored transcript always
 matches the result recorded in workflow history. Large tool outputs live in
 `tool_outputs` and are referenced from history by id. `load_for_prompt` reads only what
-`workflows.compaction.build_prompt` will use, so a model call's read stays small on long tasks.
+`activities.llm.compaction.build_prompt` will use, so a model call's read stays small on long tasks.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from workflows.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE
+from activities.llm.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE
 from workflows.types import ChatMessage, TranscriptView
 
 # More than this is stored in Postgres and referenced, not put in workflow history: the

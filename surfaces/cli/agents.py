@@ -25,7 +25,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
-from activities.agent_store import (
+from activities.store.agents import (
     BindingConflict,
     StoredAgent,
     apply_agent,
@@ -34,7 +34,7 @@ from activities.agent_store import (
     list_agents,
     list_versions,
 )
-from activities.db import apply_migrations_async, get_pool
+from activities.store.db import apply_migrations_async, get_pool
 from config.agent import AgentConfig
 from config.loader import AgentConfigError, ConfigProblem, load_agent_documents
 from config.settings import Settings
@@ -219,7 +219,7 @@ def _surfaces(config: AgentConfig) -> str:
         parts.append("slack: " + ", ".join(surfaces.slack.channels))
     if surfaces.github is not None:
         parts.append("github: " + ", ".join(surfaces.github.repos))
-    if surfaces.cli:
+    if surfaces.cli.main:
         parts.append("cli")
     return "; ".join(parts) or "none"
 

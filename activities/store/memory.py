@@ -4,7 +4,7 @@ activity, run daily by the `MemoryRetentionWorkflow` schedule).
 
 Every row carries workspace, agent, scope, scope key, content, its source (workflow id +
 step), the embedding model that made its vector, created and expiry times. How recall keeps
-to one scope and still returns k rows from a small scope is in `activities.memory_search`.
+to one scope and still returns k rows from a small scope is in `activities.store.memory_search`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,9 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from activities.embeddings import Embeddings, embed, is_offline
-from activities.memory_search import (
+from activities.llm.embeddings import Embeddings, embed
+from activities.store.memory_search import (
     HNSW_MAX_DIMS,
     ConnOrPool,
     connection,
@@ -30,10 +28,8 @@ from activities.memory_search import (
     search_with_usage,
     vector_literal,
 )
-from activities.runtime import runtime
 from config.agent import OFFLINE_EMBEDDING
-from workflows.retention import PURGE_EXPIRED_MEMORIES, PurgeInput, PurgeResult
-from workflows.types import ActivityName, AuditEvent, MemoryScopeRef, RecallInput, RecallResult
+from workflows.types import AuditEvent, MemoryScopeRef
 
 __all__ = [
     "StoredMemory",
@@ -42,8 +38,6 @@ __all__ = [
     "list_memories",
     "partition_of",
     "purge_expired",
-    "purge_expired_memories",
-    "recall",
     "remember",
     "remember_with_usage",
     "search",
@@ -180,41 +174,6 @@ def _first(row: Any) -> Any:
     return next(iter(row.values())) if isinstance(row, dict) else row[0]
 
 
-@activity.defn(name=ActivityName.RECALL)
-async def recall(inp: RecallInput) -> RecallResult:
-    """The k memories of the task's scope that best fit the query."""
-    pool = await runtime().pool()
-    try:
-        items, emb = await search_with_usage(pool, inp.memory, inp.query, inp.k)
-    except ValueError as exc:  # a bad scope in the agent's spec: a retry cannot fix it
-        raise ApplicationError(str(exc), type="MemoryScopeError", non_retryable=True) from None
-    if emb is not None and not is_offline(emb.model):
-        # A paid embedding call is a model call: it goes in the ledger, once per activity.
-        from activities.ledger import UsageRow, write_usage
-
-        info = activity.info()
-        channel = inp.memory.scope_key if inp.memory.scope == "channel" else ""
-        async with pool.connection() as conn:
-            await write_usage(
-                conn,
-                UsageRow(
-                    task_id=inp.task_id,
-                    step=0,
-                    agent=inp.memory.agent,
-                    workspace=inp.memory.workspace,
-                    channel=channel,
-                    surface="",
-                    model=emb.model,
-                    prompt_tokens=emb.prompt_tokens,
-                    completion_tokens=0,
-                    cost_usd=emb.cost_usd,
-                    key=f"recall:{info.activity_id}",
-                    task_kind="embedding",
-                ),
-            )
-    return RecallResult(items=items)
-
-
 # Operator side: list, forget, purge ------------------------------------------------------
 
 _STORED_COLUMNS = (
@@ -264,7 +223,7 @@ async def forget(
     conn_or_pool: ConnOrPool, memory_id: str, actor: str, reason: str = ""
 ) -> StoredMemory | None:
     """Delete one memory and audit who did it, in one transaction; None if it did not exist."""
-    from activities.ledger import write_audit
+    from activities.store.ledger import write_audit
 
     if not memory_id.isdigit():
         return None
@@ -311,17 +270,3 @@ async def purge_expired(conn_or_pool: ConnOrPool, batch_size: int = PURGE_BATCH_
             (batch_size,),
         )
         return cursor.rowcount
-
-
-@activity.defn(name=PURGE_EXPIRED_MEMORIES)
-async def purge_expired_memories(inp: PurgeInput) -> PurgeResult:
-    """Purge in short batches, heartbeating between them, until nothing expired is left."""
-    pool = await runtime().pool()
-    deleted = 0
-    for batch in range(1, inp.max_batches + 1):
-        count = await purge_expired(pool, inp.batch_size)
-        deleted += count
-        activity.heartbeat(deleted)
-        if count < inp.batch_size:
-            return PurgeResult(deleted=deleted, batches=batch, finished=True)
-    return PurgeResult(deleted=deleted, batches=inp.max_batches, finished=False)

@@ -1,4 +1,4 @@
-"""The GitHub surface's side of the surface activities (dispatched from activities/surface.py).
+"""The GitHub surface's side of the surface activities (dispatched from activities/surface_activities.py).
 
 A task started from GitHub answers where it was asked: a comment on the issue or pull
 request (`context.channel` = "owner/repo", `context.thread` = its number). A CI
@@ -17,10 +17,10 @@ import logging
 
 from temporalio.exceptions import ApplicationError
 
-from activities.agent_store import agent_for_github_repo
-from activities.github_client import bounded, github_call, with_marker
-from activities.github_once import comment_once, edit_comment, fetch_row
+from activities.github.client import bounded, github_call, with_marker
+from activities.github.once import comment_once, edit_comment, fetch_row
 from activities.runtime import Runtime
+from activities.store.agents import agent_for_github_repo
 from activities.tools.registry import ToolError
 from workflows.types import (
     ApprovalRequest,
@@ -124,7 +124,7 @@ async def _comment(rt: Runtime, repo: str, target: str, body: str, key: str) -> 
 
 async def _to_slack(inp: PostReplyInput, channel: str, rt: Runtime) -> None:
     try:
-        slack_surface = importlib.import_module("activities.slack_surface")
+        slack_surface = importlib.import_module("activities.slack.surface")
     except ModuleNotFoundError:
         log.warning("CI report for %s not sent to Slack: the Slack surface is not installed", inp.task_id)
         return

@@ -1,7 +1,7 @@
 """Surface activities: tell the task's surface what happened (started, reply, approval).
 
-They dispatch on `context.surface` to `activities.slack_surface` or
-`activities.github_surface`. The CLI surface needs no push: `openloop ask` follows the task
+They dispatch on `context.surface` to `activities.slack.surface` or
+`activities.github.surface`. The CLI surface needs no push: `openloop ask` follows the task
 through its `status` query and result.
 """
 
@@ -23,7 +23,7 @@ from workflows.types import (
     SurfaceContext,
 )
 
-_MODULES = {"slack": "activities.slack_surface", "github": "activities.github_surface"}
+_MODULES = {"slack": "activities.slack.surface", "github": "activities.github.surface"}
 
 
 def _surface_module(context: SurfaceContext) -> ModuleType | None:

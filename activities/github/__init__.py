@@ -1,0 +1,1 @@
+"""GitHub: the PyGithub client, exactly-once writes, and what a task shows on GitHub."""

@@ -1,0 +1,3 @@
+from surfaces.cli.main import main
+
+main()
