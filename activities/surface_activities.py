@@ -14,6 +14,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.runtime import runtime
+from workflows.errors import ErrorType
 from workflows.types import (
     ActivityName,
     PostApprovalRequestInput,
@@ -32,7 +33,7 @@ def _surface_module(context: SurfaceContext) -> ModuleType | None:
     name = _MODULES.get(context.surface)
     if name is None:
         raise ApplicationError(
-            f"unknown surface {context.surface!r}", type="ToolConfigError", non_retryable=True
+            f"unknown surface {context.surface!r}", type=ErrorType.TOOL_CONFIG_ERROR, non_retryable=True
         )
     return importlib.import_module(name)
 

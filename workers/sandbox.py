@@ -21,6 +21,7 @@ PASSTHROUGH_MODULES = (
     "workflows.budget_ledger",
     "workflows.budget_types",
     "workflows.activity_options",
+    "workflows.errors",
     "workflows.outcomes",
     "workflows.search",
     "pydantic",

@@ -11,9 +11,16 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
-# Provider errors that a retry cannot fix (bad key, bad request, budget refusal).
-NON_RETRYABLE_MODEL_ERRORS = ["ModelAuthError", "ModelBadRequest", "ModelNotFound", "BudgetRefused"]
-NON_RETRYABLE_TOOL_ERRORS = ["ToolConfigError", "PermissionDenied"]
+from workflows.errors import ErrorType
+
+# Provider errors that a retry cannot fix (bad key, bad request, no such model).
+NON_RETRYABLE_MODEL_ERRORS = [
+    ErrorType.MODEL_AUTH_ERROR.value,
+    ErrorType.MODEL_BAD_REQUEST.value,
+    ErrorType.MODEL_NOT_FOUND.value,
+]
+# A tool or surface that is not configured stays so until someone fixes the config.
+NON_RETRYABLE_TOOL_ERRORS = [ErrorType.TOOL_CONFIG_ERROR.value]
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),

@@ -32,6 +32,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.tools.registry import ToolError
 from config.settings import Settings
+from workflows.errors import ErrorType
 
 T = TypeVar("T")
 
@@ -89,7 +90,7 @@ def github_for(settings: Settings, repo: str) -> Github:
         raise ApplicationError(
             "GitHub is not configured: set GITHUB_TOKEN (a fine-grained token) or "
             "GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY (a GitHub App)",
-            type="ToolConfigError",
+            type=ErrorType.TOOL_CONFIG_ERROR,
             non_retryable=True,
         )
     token = settings.github_token.get_secret_value()
@@ -142,12 +143,12 @@ async def github_call(settings: Settings, repo: str, fn: Callable[[Github], T]) 
     except requests.exceptions.Timeout as exc:
         raise ApplicationError(
             f"GitHub did not answer within {REQUEST_TIMEOUT_SECONDS:g}s ({repo})",
-            type="GitHubTimeout",
+            type=ErrorType.GITHUB_TIMEOUT,
         ) from exc
     except requests.exceptions.RequestException as exc:
         raise ApplicationError(
             f"could not reach GitHub at {settings.github_api_url}: {type(exc).__name__}",
-            type="GitHubUnavailable",
+            type=ErrorType.GITHUB_UNAVAILABLE,
         ) from exc
 
 
@@ -195,17 +196,17 @@ def map_github_error(exc: GithubException, repo: str) -> Exception:
     if delay is not None:
         return ApplicationError(
             f"GitHub rate limit on {repo}: {message}; retrying in {delay.total_seconds():g}s",
-            type="GitHubRateLimited",
+            type=ErrorType.GITHUB_RATE_LIMITED,
             next_retry_delay=delay,
         )
     if status >= 500 or status == 0:
         return ApplicationError(
-            f"GitHub server error {status} on {repo}: {message}", type="GitHubServerError"
+            f"GitHub server error {status} on {repo}: {message}", type=ErrorType.GITHUB_SERVER_ERROR
         )
     if status == 401:
         return ApplicationError(
             f"GitHub rejected the credentials (401): {message}. Check GITHUB_TOKEN or the App key",
-            type="ToolConfigError",
+            type=ErrorType.TOOL_CONFIG_ERROR,
             non_retryable=True,
         )
     if status == 403:

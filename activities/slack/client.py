@@ -27,6 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from temporalio.exceptions import ApplicationError
 
 from config.settings import Settings
+from workflows.errors import ErrorType
 
 REQUEST_TIMEOUT_SECONDS = 10
 MAX_RATE_LIMIT_RETRIES = 2
@@ -117,15 +118,15 @@ def activity_error(exc: SlackApiError, doing: str) -> ApplicationError:
     if exc.response.status_code == 429 or code == "ratelimited":
         delay = retry_after_seconds(exc.response.headers)
         return ApplicationError(
-            message, type="SlackRateLimited", next_retry_delay=timedelta(seconds=max(1, delay))
+            message, type=ErrorType.SLACK_RATE_LIMITED, next_retry_delay=timedelta(seconds=max(1, delay))
         )
     if is_retryable(exc):
-        return ApplicationError(message, type="SlackUnavailable")
-    return ApplicationError(message, type="SlackApiError", non_retryable=True)
+        return ApplicationError(message, type=ErrorType.SLACK_UNAVAILABLE)
+    return ApplicationError(message, type=ErrorType.SLACK_API_ERROR, non_retryable=True)
 
 
 def not_configured_error(exc: SlackNotConfigured) -> ApplicationError:
-    return ApplicationError(str(exc), type="ToolConfigError", non_retryable=True)
+    return ApplicationError(str(exc), type=ErrorType.TOOL_CONFIG_ERROR, non_retryable=True)
 
 
 # Reading back what we posted -------------------------------------------------------------

@@ -13,6 +13,7 @@ from activities.runtime import runtime
 from activities.store.ledger import UsageRow, write_audit, write_usage
 from activities.store.memory import purge_expired
 from activities.store.memory_search import search_with_usage
+from workflows.errors import ErrorType
 from workflows.retention import PURGE_EXPIRED_MEMORIES, PurgeInput, PurgeResult
 from workflows.types import ActivityName, AuditEvent, RecallInput, RecallResult
 
@@ -24,7 +25,7 @@ async def recall(inp: RecallInput) -> RecallResult:
     try:
         items, emb = await search_with_usage(pool, inp.memory, inp.query, inp.k)
     except ValueError as exc:  # a bad scope in the agent's spec: a retry cannot fix it
-        raise ApplicationError(str(exc), type="MemoryScopeError", non_retryable=True) from None
+        raise ApplicationError(str(exc), type=ErrorType.MEMORY_SCOPE_ERROR, non_retryable=True) from None
     if emb is not None and not is_offline(emb.model):
         # A paid embedding call is a model call: it goes in the ledger, once per activity.
         info = activity.info()

@@ -1,0 +1,37 @@
+"""The `type` of every Temporal `ApplicationError` our activities raise, in one enum.
+
+Retry policies (`workflows.activity_options`) name the non-retryable ones from here, and
+activities raise with these members, so a type is spelled once. The values are recorded in
+workflow histories (failures and retry policies): changing one is a migration, like renaming
+an activity. Pure: no I/O, passed through the workflow sandbox.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorType(StrEnum):
+    # Model provider errors (activities.llm.providers.classify_error).
+    MODEL_AUTH_ERROR = "ModelAuthError"  # bad or missing key: not retried
+    MODEL_BAD_REQUEST = "ModelBadRequest"  # the request itself is wrong: not retried
+    MODEL_NOT_FOUND = "ModelNotFound"  # the model does not exist: not retried
+    MODEL_RATE_LIMITED = "ModelRateLimited"  # retried after the provider's Retry-After
+    MODEL_UNAVAILABLE = "ModelUnavailable"  # outage, timeout, 5xx: retried
+    EMBEDDING_SHAPE = "EmbeddingShape"  # vectors do not match the texts: retried
+
+    # Tools, surfaces and memory.
+    TOOL_CONFIG_ERROR = "ToolConfigError"  # missing credential or unknown surface: not retried
+    MEMORY_SCOPE_ERROR = "MemoryScopeError"  # a bad memory scope in the spec: not retried
+
+    # Slack (activities.slack.client.activity_error).
+    SLACK_RATE_LIMITED = "SlackRateLimited"  # retried after Slack's Retry-After
+    SLACK_UNAVAILABLE = "SlackUnavailable"  # 5xx and transient error codes: retried
+    SLACK_API_ERROR = "SlackApiError"  # any other error code: not retried
+
+    # GitHub (activities.github.client).
+    GITHUB_TIMEOUT = "GitHubTimeout"  # retried
+    GITHUB_UNAVAILABLE = "GitHubUnavailable"  # connection failed: retried
+    GITHUB_RATE_LIMITED = "GitHubRateLimited"  # retried after GitHub's reset time
+    GITHUB_SERVER_ERROR = "GitHubServerError"  # 5xx: retried
+    GITHUB_REQUEST_REJECTED = "GitHubRequestRejected"  # 4xx on a surface write: not retried
