@@ -32,7 +32,6 @@ from temporalio.worker import (
 )
 
 from activities.tools.tool_activities import record_tool_span_attributes
-from workers.telemetry import record_model_span_attributes
 from workflows import activity_options
 from workflows.types import (
     WORKFLOW_NAME,
@@ -97,6 +96,30 @@ class _ActivityInbound(ActivityInboundInterceptor):
             record_tool_span_attributes(trace.get_current_span(), arg, result)
             _count_tool_call(arg.tool, result)
         return result
+
+
+def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: ModelCallResult) -> None:
+    """Model, tokens and cost of one model call on `span` (GenAI semantic convention names)."""
+    if not span.is_recording():
+        return
+    span.set_attributes(
+        {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": inp.models[0] if inp.models else "",
+            "gen_ai.response.model": result.usage.model,
+            "gen_ai.request.max_tokens": inp.max_tokens,
+            "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": result.usage.completion_tokens,
+            "gen_ai.response.finish_reasons": [result.finish_reason],
+            "openloop.cost_usd": result.usage.cost_usd,
+            "openloop.task_id": inp.task_id,
+            "openloop.step": inp.step,
+            "openloop.agent": inp.agent_name,
+            "openloop.purpose": inp.purpose,
+            "openloop.tool_calls": len(result.tool_calls),
+            "openloop.offline": result.offline,
+        }
+    )
 
 
 def _count_tool_call(tool: str, result: ToolCallResult) -> None:

@@ -36,7 +36,6 @@ from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, T
 from temporalio.worker import Interceptor
 
 from config.settings import Settings
-from workflows.types import ModelCallInput, ModelCallResult
 
 log = logging.getLogger(__name__)
 
@@ -160,33 +159,11 @@ def tracing_interceptors(
 
 def worker_interceptors() -> list[Interceptor]:
     """For `Worker(interceptors=...)`: model usage on spans, metrics, history summaries."""
+    # Imported here, not at the top: the client side (surfaces.client) imports this module
+    # for `tracing_interceptors` and must not pull in the activity code the interceptor uses.
     from workers.interceptors import TaskTelemetryInterceptor
 
     return [TaskTelemetryInterceptor()]
-
-
-def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: ModelCallResult) -> None:
-    """Model, tokens and cost of one model call on `span` (GenAI semantic convention names)."""
-    if not span.is_recording():
-        return
-    span.set_attributes(
-        {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": inp.models[0] if inp.models else "",
-            "gen_ai.response.model": result.usage.model,
-            "gen_ai.request.max_tokens": inp.max_tokens,
-            "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
-            "gen_ai.usage.output_tokens": result.usage.completion_tokens,
-            "gen_ai.response.finish_reasons": [result.finish_reason],
-            "openloop.cost_usd": result.usage.cost_usd,
-            "openloop.task_id": inp.task_id,
-            "openloop.step": inp.step,
-            "openloop.agent": inp.agent_name,
-            "openloop.purpose": inp.purpose,
-            "openloop.tool_calls": len(result.tool_calls),
-            "openloop.offline": result.offline,
-        }
-    )
 
 
 def metrics_config(env: Mapping[str, str] | None = None) -> PrometheusConfig | OpenTelemetryConfig | None:
