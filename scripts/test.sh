@@ -13,6 +13,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -e ".[test]"
 .venv/bin/ruff check .
-.venv/bin/mypy workflows config
+.venv/bin/ruff format --check .
+.venv/bin/mypy workflows config activities surfaces workers
 # A private temp dir: the embedded Postgres runs as its own user and must reach its data dir.
 .venv/bin/pytest -q -p no:cacheprovider --basetemp="/tmp/openloop-tests-$$" "$@"

@@ -120,7 +120,6 @@ async def run_stack(
                     lifespan="on",
                 )
             )
-            server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         write_stack_file(
             settings.state_dir,
             {
@@ -141,6 +140,8 @@ async def run_stack(
             f"Stop with Ctrl-C."
         )
         async with worker:
+            # While it serves, uvicorn also catches SIGINT/SIGTERM (and raises them again when
+            # it stops); the loop's handlers above still run, so `stopping` decides shutdown.
             serve = asyncio.create_task(server.serve())
             if on_ready is not None:
                 result = on_ready(stack)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from config.agent import AgentConfig
@@ -42,11 +44,11 @@ def spec_digest(config: AgentConfig) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _row_to_agent(row: dict[str, object]) -> StoredAgent:
+def _row_to_agent(row: Mapping[str, Any]) -> StoredAgent:
     return StoredAgent(
         config=AgentConfig.model_validate(row["spec"]),
-        version=int(row["version"]),  # type: ignore[call-overload]
-        applied_at=row["applied_at"],  # type: ignore[arg-type]
+        version=int(row["version"]),
+        applied_at=row["applied_at"],
         spec_sha256=str(row["spec_sha256"]),
         source=str(row["source"]),
         applied_by=str(row["applied_by"]),
@@ -101,14 +103,14 @@ async def apply_agent(
         )
         if surface_claims(config):
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext('agent-bindings'))")
-            cursor = await conn.execute(
+            cursor = await conn.cursor(row_factory=dict_row).execute(
                 "SELECT DISTINCT ON (workspace, name) * FROM agents ORDER BY workspace, name, version DESC"
             )
             others = [_row_to_agent(row).config for row in await cursor.fetchall()]
             problems = binding_conflicts(config, others)
             if problems:
                 raise BindingConflict("; ".join(problems))
-        cursor = await conn.execute(
+        cursor = await conn.cursor(row_factory=dict_row).execute(
             "SELECT * FROM agents WHERE workspace = %s AND name = %s ORDER BY version DESC LIMIT 1",
             (config.workspace, config.name),
         )
@@ -116,7 +118,7 @@ async def apply_agent(
         if latest is not None and latest["spec_sha256"] == digest:
             return _row_to_agent(latest), False
         version = 1 if latest is None else int(latest["version"]) + 1
-        cursor = await conn.execute(
+        cursor = await conn.cursor(row_factory=dict_row).execute(
             "INSERT INTO agents (workspace, name, version, spec, spec_sha256, source, applied_by)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING *",
             (
@@ -148,14 +150,15 @@ async def get_agent(
         params.append(version)
     query += " ORDER BY version DESC LIMIT 1"
     async with pool.connection() as conn:
-        row = await (await conn.execute(query, params)).fetchone()
+        cursor = conn.cursor(row_factory=dict_row)
+        row = await (await cursor.execute(query, params)).fetchone()
     return _row_to_agent(row) if row else None
 
 
 async def list_agents(pool: AsyncConnectionPool) -> list[StoredAgent]:
     """The latest version of every agent."""
     async with pool.connection() as conn:
-        cursor = await conn.execute(
+        cursor = await conn.cursor(row_factory=dict_row).execute(
             "SELECT DISTINCT ON (workspace, name) * FROM agents ORDER BY workspace, name, version DESC"
         )
         return [_row_to_agent(row) for row in await cursor.fetchall()]
@@ -163,7 +166,7 @@ async def list_agents(pool: AsyncConnectionPool) -> list[StoredAgent]:
 
 async def list_versions(pool: AsyncConnectionPool, name: str) -> list[StoredAgent]:
     async with pool.connection() as conn:
-        cursor = await conn.execute(
+        cursor = await conn.cursor(row_factory=dict_row).execute(
             "SELECT * FROM agents WHERE name = %s ORDER BY workspace, version", (name,)
         )
         return [_row_to_agent(row) for row in await cursor.fetchall()]
@@ -185,7 +188,9 @@ async def latest_agents(pool: AsyncConnectionPool, trust_cached: float = 0.0) ->
     if cached is not None and time.monotonic() - cached[2] < trust_cached:
         return cached[1]
     async with pool.connection() as conn:
-        cursor = await conn.execute("SELECT count(*) AS n, max(applied_at) AS newest FROM agents")
+        cursor = await conn.cursor(row_factory=dict_row).execute(
+            "SELECT count(*) AS n, max(applied_at) AS newest FROM agents"
+        )
         row = await cursor.fetchone()
     fingerprint = (row["n"], row["newest"]) if row else ()
     agents = cached[1] if cached is not None and cached[0] == fingerprint else await list_agents(pool)

@@ -10,12 +10,14 @@ import asyncio
 import os
 import sys
 import uuid
+from typing import TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError
+from temporalio.types import MethodSyncOrAsyncSingleParam
 
 from activities.store.agents import get_agent
 from activities.store.db import get_pool
@@ -35,6 +37,7 @@ from workflows.types import (
 
 console = Console()
 POLL_SECONDS = 0.5
+SignalArg = TypeVar("SignalArg")
 
 
 def default_user() -> str:
@@ -225,11 +228,13 @@ async def _decide(task_id: str, user: str, approved: bool) -> None:
     )
 
 
-async def _signal(task_id: str, signal: object, arg: object) -> None:
+async def _signal(
+    task_id: str, signal: MethodSyncOrAsyncSingleParam[AgentTaskWorkflow, SignalArg, None], arg: SignalArg
+) -> None:
     client = await _client(Settings.from_env())
     handle = client.get_workflow_handle(task_id)
     try:
-        await handle.signal(signal, arg)  # type: ignore[arg-type]
+        await handle.signal(signal, arg)
     except RPCError as exc:
         console.print(f"[red]Cannot reach task {task_id}:[/] {exc.message}")
         raise typer.Exit(1) from None
