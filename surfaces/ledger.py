@@ -12,7 +12,7 @@ from fastapi import FastAPI, HTTPException, Query
 from psycopg_pool import AsyncConnectionPool
 
 from activities.store.db import get_pool
-from activities.store.ledger import list_audit, parse_since, usage_report
+from activities.store.ledger_reports import list_audit, parse_since, usage_report
 
 MAX_AUDIT_ROWS = 1000
 

@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from activities.store.ledger import parse_since, usage_report
+from activities.store.ledger_reports import parse_since, usage_report
 from surfaces.cli.memory import fail, run_with_pool
 
 EXIT_BAD_OPTION = 1

@@ -24,7 +24,8 @@ from activities.slack.client import bot_client
 from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.slack import inbox
-from surfaces.slack.dispatch import Outcome, SlackDispatcher
+from surfaces.slack.dispatch import SlackDispatcher
+from surfaces.slack.outcome import Outcome
 
 log = logging.getLogger("openloop.slack")
 

@@ -5,20 +5,19 @@ workflow id derives from the event id, so a redelivered event finds the task it 
 signals it. Button clicks reach `handle_interaction` before the ack, which only signals.
 Anything else Slack should see (a "no agent here" reply, an ephemeral "not allowed") is a
 follow-up run afterwards. Agent work never runs here.
+
+`Outcome` lives in `surfaces.slack.outcome`, the payload readers in `surfaces.slack.payloads`,
+the thread-to-task lookup in `surfaces.slack.waiting`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.slack import blocks
@@ -26,14 +25,14 @@ from activities.slack.client import SlackNotConfigured, bot_client, error_code
 from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.slack.outcome import Followup, Outcome
+from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
+from surfaces.slack.waiting import RecentKeys, WaitingTasks
 from surfaces.tasks import start_task, task_id_for
-from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
     ApprovalDecision,
     SurfaceContext,
-    TaskInput,
-    TaskStatus,
     TaskStatusView,
     UserMessage,
 )
@@ -42,108 +41,7 @@ log = logging.getLogger("openloop.slack")
 
 QUERY_TIMEOUT = timedelta(seconds=2)
 USERGROUP_CACHE_SECONDS = 60.0
-RECENT_EVENTS = 10_000
 DEFAULT_REQUEST = "Read this thread and help with it."
-# Plain messages that are people talking; edits, joins and deletions are not.
-HUMAN_SUBTYPES = {None, "thread_broadcast", "file_share"}
-_SLACK_ID = re.compile(r"^[A-Z0-9_]+$")
-
-Followup = Callable[[], Awaitable[None]]
-
-
-@dataclass
-class Outcome:
-    """The ack's status, why (for logs), and what to do once Slack has the ack."""
-
-    note: str
-    status: int = 200
-    followups: list[Followup] = field(default_factory=list)
-
-    async def run_followups(self) -> None:
-        for followup in self.followups:
-            try:
-                await followup()
-            except Exception:  # a follow-up is best effort; the ack already went out
-                log.exception("slack follow-up failed after %s", self.note)
-
-
-def strip_mention(text: str, bot_user: str | None) -> str:
-    """The request without the bot's own mention (or, unknown bot, a leading mention)."""
-    if bot_user:
-        text = text.replace(f"<@{bot_user}>", " ")
-    else:
-        text = re.sub(r"^\s*<@[A-Z0-9]+>", " ", text)
-    return re.sub(r"[ \t]+", " ", text).strip()
-
-
-def bot_user_of(payload: dict[str, Any]) -> str | None:
-    for auth in payload.get("authorizations") or []:
-        if isinstance(auth, dict) and auth.get("is_bot") and auth.get("user_id"):
-            return str(auth["user_id"])
-    return None
-
-
-def from_a_bot(event: dict[str, Any], bot_user: str | None) -> bool:
-    return bool(
-        event.get("bot_id")
-        or event.get("subtype") == "bot_message"
-        or (bot_user is not None and event.get("user") == bot_user)
-    )
-
-
-class _Recent(OrderedDict[str, object]):
-    """A bounded memory of recent keys (oldest forgotten first): event ids whose effect is
-    not keyed by the event, and threads of tasks already looked at."""
-
-    def __init__(self, size: int = RECENT_EVENTS):
-        super().__init__()
-        self._size = size
-
-    def remember(self, key: str, value: object = None) -> None:
-        self[key] = value
-        while len(self) > self._size:
-            self.popitem(last=False)
-
-
-class WaitingTasks:
-    """Finds the task waiting for the user in a Slack thread.
-
-    Tasks are keyed by the mention's event id, not the thread, so the running tasks of the
-    channel that wait for the user are listed (search attributes) and each one's thread is
-    read from its start input once and remembered.
-    """
-
-    MAX_CANDIDATES = 50
-
-    def __init__(self, temporal: Client):
-        self.temporal = temporal
-        self._threads = _Recent()
-
-    async def find(self, channel: str, thread: str) -> WorkflowHandle[Any, Any] | None:
-        if not _SLACK_ID.match(channel):
-            return None
-        query = (
-            f"{search.CHANNEL.name} = '{channel}' AND {search.SURFACE.name} = 'slack' AND "
-            f"{search.STATUS.name} = '{TaskStatus.WAITING_USER.value}' "
-            "AND ExecutionStatus = 'Running'"
-        )
-        async for execution in self.temporal.list_workflows(query, limit=self.MAX_CANDIDATES):
-            if await self._thread_of(execution.id) == thread:
-                return self.temporal.get_workflow_handle_for(AgentTaskWorkflow.run, execution.id)
-        return None
-
-    async def _thread_of(self, workflow_id: str) -> str | None:
-        if workflow_id not in self._threads:
-            handle = self.temporal.get_workflow_handle(workflow_id)
-            thread: str | None = None
-            async for event in handle.fetch_history_events(page_size=1):
-                started = event.workflow_execution_started_event_attributes
-                [inp] = await self.temporal.data_converter.decode(list(started.input.payloads), [TaskInput])
-                thread = inp.context.thread
-                break
-            self._threads.remember(workflow_id, thread)
-        known = self._threads.get(workflow_id)
-        return known if isinstance(known, str) else None
 
 
 class SlackDispatcher:
@@ -151,7 +49,7 @@ class SlackDispatcher:
         self.settings = settings
         self.temporal = temporal
         self.waiting = WaitingTasks(temporal)
-        self._recent = _Recent()
+        self._recent = RecentKeys()
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._own_user: str | None = None
 

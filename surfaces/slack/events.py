@@ -24,7 +24,8 @@ from slack_sdk.signature import SignatureVerifier
 from activities.store.db import get_pool
 from surfaces.app import add_background
 from surfaces.slack import inbox
-from surfaces.slack.dispatch import Outcome, SlackDispatcher
+from surfaces.slack.dispatch import SlackDispatcher
+from surfaces.slack.outcome import Outcome
 
 log = logging.getLogger("openloop.slack")
 

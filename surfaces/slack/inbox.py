@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from surfaces.slack.dispatch import HUMAN_SUBTYPES, Outcome, bot_user_of, from_a_bot
+from surfaces.slack.outcome import Outcome
+from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot
 
 log = logging.getLogger("openloop.slack")
 
@@ -200,7 +202,7 @@ class InboxDispatcher:
 
     async def _claim(self, pool: AsyncConnectionPool) -> list[InboxEvent]:
         async with pool.connection() as conn:
-            cursor = await conn.execute(
+            cursor = await conn.cursor(row_factory=dict_row).execute(
                 "UPDATE slack_inbox SET attempts = attempts + 1, "
                 "next_attempt_at = now() + make_interval(secs => %s) "
                 "WHERE event_id IN (SELECT event_id FROM slack_inbox "
@@ -225,7 +227,9 @@ class InboxDispatcher:
 async def backlog(pool: AsyncConnectionPool) -> int:
     """Recorded events not yet started or signalled."""
     async with pool.connection() as conn:
-        cursor = await conn.execute("SELECT count(*) AS n FROM slack_inbox WHERE handled_at IS NULL")
+        cursor = await conn.cursor(row_factory=dict_row).execute(
+            "SELECT count(*) AS n FROM slack_inbox WHERE handled_at IS NULL"
+        )
         row = await cursor.fetchone()
         return int(row["n"]) if row else 0
 

@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool
-from activities.store.ledger import UsageRow, list_audit, usage_report, write_usage
+from activities.store.ledger import UsageRow, write_usage
+from activities.store.ledger_reports import list_audit, usage_report
 from activities.store.store_activities import record_audit
 from config.agent import AgentConfig
 from config.settings import Settings

@@ -12,7 +12,7 @@ from psycopg_pool import AsyncConnectionPool
 from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.slack import inbox
-from surfaces.slack.dispatch import Outcome
+from surfaces.slack.outcome import Outcome
 from tests.integration.test_slack_events import BOT_USER, mention
 
 
