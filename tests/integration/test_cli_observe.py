@@ -22,6 +22,7 @@ from typer.testing import CliRunner, Result
 
 from config.loader import parse_agent
 from surfaces.cli.main import app
+from tests.helpers import pending_approval
 from tests.workflow.record_histories import HELPER_YAML, ISSUE_ARGS, ISSUES_YAML, SEARCH_ARGS
 from tests.workflow.scripted import Script, say, use
 from workers.embedded import TemporalDevServer, find_binary
@@ -119,10 +120,7 @@ async def tasks(client: Client, task_queue: str) -> AsyncIterator[Tasks]:
         answered = await _start(client, HELPER_YAML, f"helper-{suffix}", f"eng-{suffix}", task_queue)
         waiting = await _start(client, ISSUES_YAML, f"triage-{suffix}", f"ops-{suffix}", task_queue)
         assert (await answered.result()).status == TaskStatus.SUCCESS
-        for _ in range(100):
-            if (await waiting.query(AgentTaskWorkflow.status)).pending_approval is not None:
-                break
-            await asyncio.sleep(0.05)
+        await pending_approval(waiting)
         yield Tasks(suffix, answered, waiting, worker)
         if (await waiting.describe()).status == WorkflowExecutionStatus.RUNNING:
             await waiting.terminate("test over")

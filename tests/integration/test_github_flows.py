@@ -13,20 +13,19 @@ from typing import Any
 
 import pytest
 from temporalio import activity
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 
 from activities.github import client as github_client
 from config.settings import Settings
 from tests.fakes.github_api import FakeGitHub
+from tests.helpers import approve_when_pending
 from tests.integration.github_env import SHA, Env, comment, failed_run, running_fake, webhook_env
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
     ActivityName,
-    ApprovalDecision,
     ModelCallInput,
     ModelCallResult,
     ModelUsage,
-    TaskResult,
     TaskStatus,
     ToolCall,
 )
@@ -45,19 +44,6 @@ async def env(
     monkeypatch.setattr(github_client, "REQUEST_TIMEOUT_SECONDS", 1)
     async with webhook_env(settings, client, fake, task_queue) as value:
         yield value
-
-
-async def approve_when_pending(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult]) -> None:
-    for _ in range(400):
-        pending = (await handle.query(AgentTaskWorkflow.status)).pending_approval
-        if pending is not None:
-            await handle.signal(
-                AgentTaskWorkflow.approve,
-                ApprovalDecision(pending.request_id, pending.action_id, "cli:local"),
-            )
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the task never asked for approval")
 
 
 async def test_approved_issue_is_created_once_although_the_first_call_timed_out(

@@ -245,18 +245,27 @@ async def test_resolving_a_deleted_approval_message_does_not_fail_the_task(
 ) -> None:
     root, asking = thread_with_mention(fake)
     ctx = context(root, asking)
-    await slack_surface.resolve_approval_request(
-        ResolveApprovalRequestInput(
-            "task-slack-Ev1",
-            ctx,
-            approval(ctx),
-            f"{CHANNEL}:1.000001",
-            "expired",
-            None,
-            "2025-01-05T10:00:00+00:00",
-        ),
-        rt,
+    request = approval(ctx)
+    posted = await slack_surface.post_approval_request(
+        PostApprovalRequestInput("task-slack-Ev1", ctx, request, "dev-platform"), rt
     )
+    assert posted.message_ref is not None
+    channel, ts = posted.message_ref.split(":")
+    fake.delete_message(channel, ts)  # someone deleted it while the task waited
+    before, updates = fake.thread(CHANNEL, root), len(fake.calls_to("chat.update"))
+
+    for ref in (posted.message_ref, None):  # with the ref, and looked up again by its metadata
+        # Returns instead of raising: the activity succeeds, so the task carries on.
+        await slack_surface.resolve_approval_request(
+            ResolveApprovalRequestInput(
+                "task-slack-Ev1", ctx, request, ref, "expired", None, "2025-01-05T10:00:00+00:00"
+            ),
+            rt,
+        )
+    # The update was tried on the deleted message (and refused), and nothing was posted instead.
+    tried = fake.calls_to("chat.update")[updates:]
+    assert [(c["channel"], c["ts"]) for c in tried] == [(channel, ts)]
+    assert fake.thread(CHANNEL, root) == before
 
 
 # Tools -----------------------------------------------------------------------------------------

@@ -19,9 +19,10 @@ from activities.store.db import get_pool
 from config.loader import example_agent
 from config.settings import Settings
 from surfaces.tasks import start_task, task_id_for
+from tests.helpers import approve_when_pending, pending_approval
 from workers.worker import build_worker
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import ApprovalDecision, SurfaceContext, TaskResult, TaskStatus
+from workflows.types import SurfaceContext, TaskResult, TaskStatus
 
 DECISION = "Please remember the decision: we chose Postgres 16 for the usage ledger."
 
@@ -43,22 +44,6 @@ async def start(
     return handle
 
 
-async def approve_when_pending(
-    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult], approver: str = "cli:local"
-) -> str:
-    for _ in range(400):
-        status = await handle.query(AgentTaskWorkflow.status)
-        if status.pending_approval is not None:
-            pending = status.pending_approval
-            await handle.signal(
-                AgentTaskWorkflow.approve,
-                ApprovalDecision(pending.request_id, pending.action_id, approver),
-            )
-            return pending.tool
-        await asyncio.sleep(0.05)
-    raise AssertionError("the task never asked for approval")
-
-
 def count(url: str, sql: str, *params: object) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute(sql, params).fetchone()
@@ -73,7 +58,7 @@ async def test_remember_with_approval_then_recall_in_the_same_channel_only(
     channel = f"ch-{uuid.uuid4().hex[:8]}"
     async with build_worker(client, settings):
         handle = await start(client, settings, agent, DECISION, channel)
-        assert await approve_when_pending(handle) == "memory.save"
+        assert (await approve_when_pending(handle)).tool == "memory.save"
         result = await handle.result()
         assert result.status == TaskStatus.SUCCESS, result.reason
         assert result.reply.startswith("[offline model]")
@@ -159,10 +144,7 @@ async def test_worker_killed_between_model_call_and_tool_call(
     first = spawn_worker(settings, tmp_path)
     try:
         handle = await start(client, settings, agent, DECISION, channel)
-        for _ in range(400):  # the model has answered and the task waits before the tool
-            if (await handle.query(AgentTaskWorkflow.status)).pending_approval is not None:
-                break
-            await asyncio.sleep(0.05)
+        await pending_approval(handle)  # the model has answered and the task waits before the tool
     finally:
         first.kill()  # SIGKILL: no chance to finish anything
         first.wait()

@@ -30,6 +30,7 @@ from activities.store.db import get_pool
 from config.loader import parse_agent
 from config.settings import Settings
 from surfaces.tasks import start_task
+from tests.helpers import pending_approval
 from workers.embedded import TemporalDevServer
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ApprovalDecision, SurfaceContext, TaskResult, TaskStatus
@@ -114,17 +115,6 @@ def _stop(worker: WorkerProcess) -> None:
             worker.process.wait(5)
 
 
-async def _pending_approval(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult]) -> tuple[str, str]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        status = await handle.query(AgentTaskWorkflow.status)
-        if status.pending_approval is not None:
-            return status.pending_approval.request_id, status.pending_approval.action_id
-        assert status.status in (TaskStatus.RUNNING, TaskStatus.WAITING_APPROVAL), status
-        await asyncio.sleep(0.2)
-    raise AssertionError("the task never asked for approval")
-
-
 async def _identities(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult], kind: int) -> list[str]:
     """The worker identity on every history event of `kind`, in order."""
     identities = []
@@ -189,7 +179,10 @@ async def test_sigterm_hands_a_running_task_to_the_other_worker_nothing_lost_or_
             task_id=task_id,
         )
         assert started
-        request_id, action_id = await _pending_approval(handle)
+        pending = await pending_approval(
+            handle, while_status=(TaskStatus.RUNNING, TaskStatus.WAITING_APPROVAL)
+        )
+        request_id, action_id = pending.request_id, pending.action_id
         if versioned:
             info = (await handle.describe()).raw_description.workflow_execution_info.versioning_info
             assert info.behavior == VersioningBehavior.VERSIONING_BEHAVIOR_PINNED

@@ -13,6 +13,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from config.loader import parse_agent
+from tests.helpers import pending_approval
 from tests.workflow.scripted import Script, say, use, wait_until_idle
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
@@ -64,15 +65,11 @@ async def start(
 
 
 async def pending_request(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult]) -> tuple[str, str]:
-    for _ in range(100):
-        status = await handle.query(AgentTaskWorkflow.status)
-        if status.pending_approval is not None:
-            # The request is posted after it becomes pending: let that finish, so the caller
-            # can stop its worker without leaving work in flight.
-            await wait_until_idle(handle)
-            return status.pending_approval.request_id, status.pending_approval.action_id
-        await asyncio.sleep(0.05)
-    raise AssertionError("no approval became pending")
+    pending = await pending_approval(handle)
+    # The request is posted after it becomes pending: let that finish, so the caller can stop
+    # its worker without leaving work in flight.
+    await wait_until_idle(handle)
+    return pending.request_id, pending.action_id
 
 
 def issue_script() -> Script:

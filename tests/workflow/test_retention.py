@@ -5,6 +5,7 @@ updated in place, and purging when it fires)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -113,18 +114,23 @@ async def test_the_daily_schedule_is_idempotent_keeps_a_pause_and_purges(
         await handle.delete()
 
 
+# The scheduler applies a pause or a trigger asynchronously, and on a loaded machine that can
+# take well over ten seconds: wait by the clock, not by a number of tries.
+SCHEDULE_TIMEOUT_S = 60.0
+
+
 async def _until_paused(handle: ScheduleHandle) -> None:
-    for _ in range(200):
-        if (await handle.describe()).schedule.state.paused:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("the schedule never showed the pause")
+    deadline = time.monotonic() + SCHEDULE_TIMEOUT_S
+    while not (await handle.describe()).schedule.state.paused:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the schedule never showed the pause within {SCHEDULE_TIMEOUT_S:g}s")
+        await asyncio.sleep(0.1)
 
 
 async def _first_run(handle: ScheduleHandle) -> str:
-    for _ in range(200):
-        actions = (await handle.describe()).info.recent_actions
-        if actions:
-            return str(actions[0].action.workflow_id)
-        await asyncio.sleep(0.05)
-    raise AssertionError("the schedule never started a run")
+    deadline = time.monotonic() + SCHEDULE_TIMEOUT_S
+    while not (actions := (await handle.describe()).info.recent_actions):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the schedule never started a run within {SCHEDULE_TIMEOUT_S:g}s")
+        await asyncio.sleep(0.1)
+    return str(actions[0].action.workflow_id)
