@@ -1,14 +1,31 @@
-"""Building the prompt from the stored transcript: compaction of old tool results and the
-running summary. Pure functions, used by the model activity and tested on their own.
+"""Building the prompt from the stored transcript: compaction of old tool results, the
+running summary, and the guards on outside content. Pure functions, used by the model
+activity and tested on their own.
+
+What the prompt builder guarantees, whatever the transcript holds (rows stored by older
+versions included): every tool result reaches the model inside an untrusted-data block
+naming its tool, the system message carries the rule about those blocks, a large tool
+output that was stored and referenced is sent as its bounded preview, never whole, and no
+single message is longer than `MAX_PROMPT_MESSAGE_CHARS`. The transcript itself is not
+changed: these apply when the prompt is built.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from workflows.types import TranscriptView
+from workflows.untrusted import UNTRUSTED_DATA_RULE, wrap_untrusted
 
 PLACEHOLDER_PREVIEW_CHARS = 80
+# A tool output longer than this is stored in Postgres and referenced (`content_ref`); the
+# model and workflow history see this much of it and a note naming the reference.
+TOOL_OUTPUT_PREVIEW_CHARS = 500
+_PREVIEW_NOTE_MAX_CHARS = 120  # room for "[… N characters in all, stored as REF]"
+# No single message goes into a prompt longer than this (about 5,000 tokens): one pasted
+# log or issue body must not crowd out the rest of the conversation or the context window.
+MAX_PROMPT_MESSAGE_CHARS = 20_000
 SUMMARY_ROLE = "summary"
 SUMMARY_INSTRUCTION = (
     "Summarise the conversation so far for your own later use: the request, what you did, "
@@ -51,23 +68,63 @@ def build_prompt(stored: list[dict[str, Any]], view: TranscriptView) -> list[dic
         recent.pop(0)
     tool_positions = [i for i, m in enumerate(recent) if m["role"] == "tool"]
     compact = set(tool_positions[: max(0, len(tool_positions) - view.keep_tool_results)])
-    messages = [to_provider_message(m) for m in system]
+    messages = [_with_rule(to_provider_message(m)) for m in system] or [
+        {"role": "system", "content": UNTRUSTED_DATA_RULE}
+    ]
     if summary is not None:
         messages.append(
             {
                 "role": "user",
-                "content": f"Summary of the conversation so far:\n{summary['content']}",
+                "content": bounded_content(f"Summary of the conversation so far:\n{summary['content']}"),
             }
         )
     for index, message in enumerate(recent):
         provider = to_provider_message(message)
+        provider["content"] = bounded_content(provider["content"], message.get("content_ref"))
         if index in compact:
             preview = str(message.get("content") or "")[:PLACEHOLDER_PREVIEW_CHARS]
             provider["content"] = f"[older result of {message.get('name') or 'tool'} compacted: {preview}…]"
+        if message["role"] == "tool":
+            content = provider["content"]
+            text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+            provider["content"] = wrap_untrusted(text, tool_source(message))
         messages.append(provider)
     if summary is not None and not recent:
         messages.append({"role": "user", "content": "Continue the task from the summary."})
     return messages
+
+
+def bounded_content(content: Any, ref: str | None = None) -> Any:
+    """The content a prompt may carry: of a tool output stored as `ref`, its bounded preview
+    (rows written before the transcript kept only previews hold the whole output); of any
+    message, no more than MAX_PROMPT_MESSAGE_CHARS. Anything but a string (None for an
+    assistant message with only tool calls) is left as it is."""
+    if not isinstance(content, str):
+        return content
+    if ref and len(content) > TOOL_OUTPUT_PREVIEW_CHARS + _PREVIEW_NOTE_MAX_CHARS:
+        return tool_output_preview(content, ref)
+    if len(content) > MAX_PROMPT_MESSAGE_CHARS:
+        return content[:MAX_PROMPT_MESSAGE_CHARS] + f"\n[… cut: {len(content)} characters in all]"
+    return content
+
+
+def tool_output_preview(output: str, ref: str) -> str:
+    """What history and the prompt hold of a tool output stored as `ref`."""
+    return output[:TOOL_OUTPUT_PREVIEW_CHARS] + f"\n[… {len(output)} characters in all, stored as {ref}]"
+
+
+def tool_source(message: dict[str, Any]) -> str:
+    """The source named on a tool result's untrusted-data block: `tool:github.get_issue`."""
+    return f"tool:{str(message.get('name') or 'unknown').replace('__', '.')}"
+
+
+def _with_rule(system: dict[str, Any]) -> dict[str, Any]:
+    """The system message with the untrusted-data rule, appended when it lacks it (tasks
+    started before the rule was written into their system prompt)."""
+    content = str(system.get("content") or "")
+    if UNTRUSTED_DATA_RULE in content:
+        return system
+    return {**system, "content": f"{content}\n\n{UNTRUSTED_DATA_RULE}" if content else UNTRUSTED_DATA_RULE}
 
 
 def estimate_tokens(messages: list[dict[str, Any]]) -> int:

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.llm.compaction import SUMMARY_INSTRUCTION
+from workflows.prompts import MEMORIES_HEADER
 from workflows.tool_catalog import model_tool_name
 from workflows.types import ToolCall
+from workflows.untrusted import UNTRUSTED_DATA_RULE, unwrap
 
 LABEL = "[offline model]"
 _REPO = re.compile(r"\b([A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9])\b")
@@ -33,8 +35,21 @@ def _last(messages: list[dict[str, Any]], role: str) -> dict[str, Any] | None:
     return next((m for m in reversed(messages) if m["role"] == role), None)
 
 
+def _memories(messages: list[dict[str, Any]]) -> str | None:
+    """The recalled memories (the lines inside their block), if the task recalled any."""
+    for message in messages:
+        content = str(message.get("content") or "")
+        if message["role"] == "user" and content.startswith(MEMORIES_HEADER):
+            return unwrap(content.split("\n", 1)[1]) if "\n" in content else ""
+    return None
+
+
 def _request(messages: list[dict[str, Any]]) -> str:
-    users = [str(m.get("content") or "") for m in messages if m["role"] == "user"]
+    users = [
+        str(m.get("content") or "")
+        for m in messages
+        if m["role"] == "user" and not str(m.get("content") or "").startswith(MEMORIES_HEADER)
+    ]
     return users[0] if users else ""
 
 
@@ -67,8 +82,22 @@ def _call(messages: list[dict[str, Any]], tool: str, arguments: dict[str, Any]) 
     return OfflineReply("", [ToolCall(call_id, model_tool_name(tool), json.dumps(arguments))])
 
 
+def _plain(message: dict[str, Any]) -> dict[str, Any]:
+    """The message as the stand-in reads it: tool results out of their untrusted-data
+    blocks, the system prompt without the rule about them (it echoes neither)."""
+    content = message.get("content")
+    if not isinstance(content, str):
+        return message
+    if message["role"] == "tool":
+        return {**message, "content": unwrap(content)}
+    if message["role"] == "system":
+        return {**message, "content": content.replace(UNTRUSTED_DATA_RULE, "").rstrip()}
+    return message
+
+
 def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     """The offline model's deterministic answer to `messages` with `tools` on offer."""
+    messages = [_plain(m) for m in messages]
     last = messages[-1] if messages else {"role": "user", "content": ""}
     request = _request(messages)
     lowered = request.lower()
@@ -111,10 +140,8 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     if results:
         parts += results[-3:]
     else:
-        remembered = system.split("What you remember here:", 1)
-        parts.append(
-            "What I remember here:" + remembered[1] if len(remembered) > 1 else f"You asked: {request[:300]}"
-        )
+        remembered = _memories(messages)
+        parts.append(f"What I remember here:\n{remembered}" if remembered else f"You asked: {request[:300]}")
     offer_issue = (
         "github.create_issue" in tools and wants_save and not _called(messages, "github.create_issue")
     )

@@ -3,8 +3,10 @@
 Appends are idempotent: a retried activity writes the same seq again and the row is
 overwritten with what the successful attempt returns, so the stored transcript always
 matches the result recorded in workflow history. Large tool outputs live in
-`tool_outputs` and are referenced from history by id. `load_for_prompt` reads only what
-`activities.llm.compaction.build_prompt` will use, so a model call's read stays small on long tasks.
+`tool_outputs` and are referenced from history and the transcript by id: a transcript row
+holds the bounded preview history holds, and no prompt ever carries the whole output.
+`load_for_prompt` reads only what `activities.llm.compaction.build_prompt` will use, so a
+model call's read stays small on long tasks.
 """
 
 from __future__ import annotations
@@ -15,12 +17,18 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from activities.llm.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE
+from activities.llm.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE, TOOL_OUTPUT_PREVIEW_CHARS
 from workflows.types import ChatMessage, TranscriptView
 
-# More than this is stored in Postgres and referenced, not put in workflow history: the
-# model still reads the whole output (the model activity resolves the reference).
-TOOL_OUTPUT_PREVIEW_CHARS = 500
+__all__ = [
+    "TOOL_OUTPUT_PREVIEW_CHARS",  # declared with the prompt builder that bounds what it shows
+    "append",
+    "load",
+    "load_for_prompt",
+    "load_one",
+    "message_to_row",
+    "store_tool_output",
+]
 
 
 def message_to_row(message: ChatMessage) -> dict[str, Any]:
@@ -47,21 +55,6 @@ async def append(
                 params,
             )
     return first_seq + len(messages) - 1
-
-
-async def resolve_refs(conn: AsyncConnection[Any], messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Replace previews of large tool outputs with their full stored content."""
-    resolved = []
-    for message in messages:
-        ref = message.get("content_ref")
-        if ref:
-            row = await (
-                await conn.execute("SELECT content FROM tool_outputs WHERE ref = %s", (ref,))
-            ).fetchone()
-            if row is not None:
-                message = {**message, "content": row["content"]}
-        resolved.append(message)
-    return resolved
 
 
 async def load(conn: AsyncConnection[Any], task_id: str, upto: int) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """The model activity runs the read-only tool calls the workflow folded into it (real Postgres,
 real memory search, LiteLLM against a local OpenAI-compatible server): the model reads their
-whole results right after its own tool calls, the workflow gets bounded results, each call is
-audited once, and a retried attempt that finds the stored answer returns the same results."""
+bounded results (as untrusted data) right after its own tool calls, as the workflow gets them,
+each call is audited once, and a retried attempt that finds the stored answer returns the
+same results."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from workflows.types import (
     MemoryScopeRef,
     SurfaceContext,
 )
+from workflows.untrusted import wrap_untrusted
 
 CONTEXT = SurfaceContext(surface="slack", channel="C0DEPLOY", user="U_BOB")
 
@@ -39,7 +41,7 @@ async def scope_with(decisions: list[str]) -> MemoryScopeRef:
     return scope
 
 
-async def test_folded_searches_run_first_and_reach_the_model_whole(api: FakeModelAPI) -> None:
+async def test_folded_searches_run_first_and_reach_the_model_bounded(api: FakeModelAPI) -> None:
     decisions = [f"Deploy decision {n}: Tuesdays after a {n}-hour staging soak." for n in range(12)]
     scope = await scope_with(decisions)
     api.answer_tool_calls([tool_call("call_a", "memory__search", {"query": "deploy day", "k": 12})])
@@ -69,8 +71,10 @@ async def test_folded_searches_run_first_and_reach_the_model_whole(api: FakeMode
     assert len(stored["content"]) > TOOL_OUTPUT_PREVIEW_CHARS >= len(searched.output) - 80
     sent = api.requests[1].body["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "user"]
-    assert sent[3]["tool_call_id"] == "call_a" and sent[3]["content"] == stored["content"]
-    assert "Deploy decision" in stored["content"]
+    # The whole output is stored; the model reads the bounded preview, never the whole.
+    assert sent[3]["tool_call_id"] == "call_a"
+    assert sent[3]["content"] == wrap_untrusted(searched.output, "tool:memory.search")
+    assert "Deploy decision" in stored["content"] and stored["content"] not in sent[3]["content"]
     assert sent[4]["content"] == "U_BOB: and on holidays?"
     # Two rows appended (the result and the message) and the answer after them.
     assert result.transcript_upto == first.transcript_upto + 3

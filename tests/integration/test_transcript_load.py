@@ -60,7 +60,7 @@ def compacted_seqs(full: list[dict[str, Any]], view: TranscriptView) -> set[int]
     """The seqs of the tool results `build_prompt` turns into placeholders."""
     marked = [{**row, "content": str(row["seq"])} if row["role"] == "tool" else row for row in full]
     tools = [m["content"] for m in build_prompt(marked, view) if m["role"] == "tool"]
-    found = (re.search(r"compacted: (\d+)…\]$", content) for content in tools)
+    found = (re.search(r"compacted: (\d+)…\]\n</untrusted-data>$", content) for content in tools)
     return {int(match.group(1)) for match in found if match}
 
 

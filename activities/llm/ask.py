@@ -1,0 +1,151 @@
+"""Asking the model for one built prompt: the policy's models in order, each call's max_tokens
+clamped to what the task's budget buys, the monthly budget held around it.
+
+A prompt the model's context window cannot hold fails here as a non-retryable
+`PromptTooLarge` error naming its size and the window: no budget can make it fit, so it is
+never reported as a budget refusal. The offline stand-in answers without a provider; every
+other model goes through `providers.call_provider`, the bare LiteLLM call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.llm import offline as offline_model
+from activities.llm.budget_hold import budget_hold
+from activities.llm.compaction import estimate_tokens
+from activities.llm.providers import ProviderCall, call_provider, price_per_token
+from workflows.budget import MIN_USEFUL_MAX_TOKENS
+from workflows.types import ModelCallInput, ModelCallResult, ModelUsage
+
+# The `type` of the error raised for a prompt larger than the model's context window.
+PROMPT_TOO_LARGE = "PromptTooLarge"
+# The window assumed for a model neither the agent's policy nor LiteLLM's cost map sizes.
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+async def ask_with_fallbacks(
+    inp: ModelCallInput, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> ModelCallResult:
+    """Try the policy's models in order; a model that cannot serve (auth, not found, outage,
+    a window too small) hands over to the next. If all fail, the first retryable error
+    decides the retry."""
+    failures: list[ApplicationError] = []
+    for model in inp.models:
+        try:
+            return await ask(inp, model, messages, tools)
+        except ApplicationError as err:
+            if err.type == "BudgetRefused":
+                raise
+            failures.append(err)
+            activity.logger.warning("model %s failed: %s", model, err.message)
+    retryable = [f for f in failures if not f.non_retryable]
+    if retryable:
+        raise retryable[0]
+    if failures:
+        raise failures[0]
+    raise ApplicationError("the model policy names no model", type="ModelBadRequest", non_retryable=True)
+
+
+async def ask(
+    inp: ModelCallInput, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+) -> ModelCallResult:
+    grant = inp.budget
+    if model.startswith("offline/"):
+        prompt_tokens = estimate_tokens(messages)
+        check_fits(inp, model, prompt_tokens)
+        reply = offline_model.respond(messages, inp.tool_names)
+        completion_tokens = estimate_tokens([{"content": reply.text, "tool_calls": reply.tool_calls}])
+        return ModelCallResult(
+            text=reply.text,
+            tool_calls=reply.tool_calls,
+            finish_reason="tool_calls" if reply.tool_calls else "stop",
+            usage=ModelUsage(model, prompt_tokens, completion_tokens, 0.0),
+            transcript_upto=0,
+            max_tokens_used=grant.max_tokens,
+            offline=True,
+        )
+    prompt_tokens = _count_tokens(model, messages, tools)
+    check_fits(inp, model, prompt_tokens)
+    max_tokens = min(grant.max_tokens, max(0, grant.token_headroom - prompt_tokens))
+    prices = price_per_token(model)
+    if prices is None:
+        if grant.on_exceeded == "block":
+            return refused(
+                model,
+                f"no price is known for {model}, so its cost cannot be bounded; "
+                "name a priced model in spec.model_policy or set spec.budget.on_exceeded: warn",
+                resumable=False,
+            )
+    else:
+        input_price, output_price = prices
+        prompt_cost = prompt_tokens * input_price
+        if output_price > 0:
+            affordable = int((grant.usd_headroom - prompt_cost) / output_price)
+            max_tokens = min(max_tokens, affordable)
+    if max_tokens < MIN_USEFUL_MAX_TOKENS:
+        return refused(model, f"the budget left cannot cover a call to {model}")
+    async with budget_hold(inp, model, prompt_tokens, max_tokens, prices) as hold:
+        if hold.refused is not None:
+            return refused(model, hold.refused, resumable=False)
+        result = await call_provider(
+            ProviderCall(model, messages, tools, hold.max_tokens, inp.timeout_seconds, prompt_tokens)
+        )
+        hold.charge(result.usage.cost_usd)
+    return result
+
+
+def context_window(inp: ModelCallInput, model: str) -> int:
+    """The prompt tokens `model` can take: the agent's policy says, else LiteLLM's cost map."""
+    if inp.context_window:
+        return inp.context_window
+    if model.startswith("offline/"):
+        return DEFAULT_CONTEXT_WINDOW
+    import litellm
+
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - LiteLLM raises plain Exception for unmapped models
+        return DEFAULT_CONTEXT_WINDOW
+    return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_WINDOW)
+
+
+def check_fits(inp: ModelCallInput, model: str, prompt_tokens: int) -> None:
+    """Raise PromptTooLarge when the prompt and the shortest useful answer overflow the window."""
+    window = context_window(inp, model)
+    if prompt_tokens + MIN_USEFUL_MAX_TOKENS > window:
+        raise ApplicationError(
+            f"{model}: the prompt is about {prompt_tokens} tokens, more than its context window "
+            f"of {window} can take with room for an answer; summarise the conversation "
+            "(a smaller TranscriptView.keep_tool_results or a summary) or route the task to a "
+            "model with a larger window in spec.model_policy",
+            {"prompt_tokens": prompt_tokens, "context_window": window, "model": model},
+            type=PROMPT_TOO_LARGE,
+            non_retryable=True,
+        )
+
+
+def refused(model: str, reason: str, *, resumable: bool = True) -> ModelCallResult:
+    """A call the budget did not allow: nothing was asked, nothing is charged."""
+    return ModelCallResult(
+        text="",
+        tool_calls=[],
+        finish_reason="budget",
+        usage=ModelUsage(model, 0, 0, 0.0),
+        transcript_upto=0,
+        max_tokens_used=0,
+        refused_reason=reason,
+        refused_resumable=resumable,
+    )
+
+
+def _count_tokens(model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
+    import litellm
+
+    try:
+        return int(litellm.token_counter(model=model, messages=messages, tools=tools or None))  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - an unknown tokenizer falls back to the estimate
+        return estimate_tokens(messages)
