@@ -24,6 +24,7 @@ PASSTHROUGH_MODULES = (
     "workflows.errors",
     "workflows.outcomes",
     "workflows.search",
+    "workflows.untrusted",  # untrusted-data blocks and their rule, pure
     "pydantic",
     "pydantic_core",
     "jsonschema",  # argument validation of tool calls
