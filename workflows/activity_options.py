@@ -18,6 +18,7 @@ NON_RETRYABLE_MODEL_ERRORS = [
     ErrorType.MODEL_AUTH_ERROR.value,
     ErrorType.MODEL_BAD_REQUEST.value,
     ErrorType.MODEL_NOT_FOUND.value,
+    ErrorType.PROMPT_TOO_LARGE.value,  # no retry makes it fit: the workflow must shrink it
 ]
 # A tool or surface that is not configured stays so until someone fixes the config.
 NON_RETRYABLE_TOOL_ERRORS = [ErrorType.TOOL_CONFIG_ERROR.value]

@@ -18,6 +18,7 @@ class ErrorType(StrEnum):
     MODEL_NOT_FOUND = "ModelNotFound"  # the model does not exist: not retried
     MODEL_RATE_LIMITED = "ModelRateLimited"  # retried after the provider's Retry-After
     MODEL_UNAVAILABLE = "ModelUnavailable"  # outage, timeout, 5xx: retried
+    PROMPT_TOO_LARGE = "PromptTooLarge"  # the prompt overflows the model's context window: not retried
     EMBEDDING_SHAPE = "EmbeddingShape"  # vectors do not match the texts: retried
 
     # Tools, surfaces and memory.

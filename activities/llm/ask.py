@@ -19,10 +19,9 @@ from activities.llm.budget_hold import budget_hold
 from activities.llm.compaction import estimate_tokens
 from activities.llm.providers import ProviderCall, call_provider, price_per_token
 from workflows.budget import MIN_USEFUL_MAX_TOKENS
+from workflows.errors import ErrorType
 from workflows.types import ModelCallInput, ModelCallResult, ModelUsage
 
-# The `type` of the error raised for a prompt larger than the model's context window.
-PROMPT_TOO_LARGE = "PromptTooLarge"
 # The window assumed for a model neither the agent's policy nor LiteLLM's cost map sizes.
 DEFAULT_CONTEXT_WINDOW = 128_000
 
@@ -123,7 +122,7 @@ def check_fits(inp: ModelCallInput, model: str, prompt_tokens: int) -> None:
             "(a smaller TranscriptView.keep_tool_results or a summary) or route the task to a "
             "model with a larger window in spec.model_policy",
             {"prompt_tokens": prompt_tokens, "context_window": window, "model": model},
-            type=PROMPT_TOO_LARGE,
+            type=ErrorType.PROMPT_TOO_LARGE,
             non_retryable=True,
         )
 
