@@ -7,6 +7,7 @@ the USD clamp needs prices, so the model activity applies it from `usd_headroom`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from config.agent import AgentConfig
@@ -14,6 +15,20 @@ from workflows.types import BudgetUsage, TaskStatus
 
 WRAP_UP_ITERATIONS_LEFT = 2  # tell the model to wrap up when this few iterations remain
 MIN_USEFUL_MAX_TOKENS = 16  # below this a call cannot say anything useful
+
+
+def usd(amount: float) -> str:
+    """A dollar amount a person can read: whole cents as $0.50, anything smaller with at
+    least two significant digits ($0.00042, never $0.0000)."""
+    if not math.isfinite(amount):
+        return f"${amount}"
+    cents = amount * 100
+    if abs(cents - round(cents)) < 1e-6:
+        return f"${amount:,.2f}"
+    decimals = max(4, 1 - math.floor(math.log10(abs(amount))))
+    text = f"{amount:,.{decimals}f}".rstrip("0")
+    whole, _, fraction = text.partition(".")
+    return f"${whole}.{fraction.ljust(2, '0')}"
 
 
 @dataclass(frozen=True)
@@ -60,7 +75,9 @@ def check_ceilings(ceilings: Ceilings, usage: BudgetUsage, elapsed_seconds: floa
             "wall_clock",
             f"ran for {elapsed_seconds:.0f}s, past the wall-clock limit of "
             f"{ceilings.wall_clock_seconds:.0f}s",
-            "Raise spec.limits.wall_clock or split the request into smaller tasks.",
+            "The wall clock cannot be extended, so the task stops: raise spec.limits.wall_clock "
+            "and re-apply the agent (`openloop agents apply -f FILE`), or split the request "
+            "into smaller tasks, then ask again.",
             resumable=False,
         )
     if usage.iterations >= ceilings.max_iterations:
@@ -68,7 +85,8 @@ def check_ceilings(ceilings: Ceilings, usage: BudgetUsage, elapsed_seconds: floa
             TaskStatus.BUDGET_EXHAUSTED,
             "iterations",
             f"used all {ceilings.max_iterations} iterations",
-            "Extend it with `openloop extend TASK_ID --iterations N`, or raise spec.limits.max_iterations.",
+            "The task waits: `openloop extend TASK_ID --iterations N` resumes it; raise "
+            "spec.limits.max_iterations for later tasks.",
             resumable=True,
         )
     if usage.tokens + MIN_USEFUL_MAX_TOKENS > ceilings.token_limit:
@@ -76,15 +94,17 @@ def check_ceilings(ceilings: Ceilings, usage: BudgetUsage, elapsed_seconds: floa
             TaskStatus.BUDGET_EXHAUSTED,
             "tokens",
             f"used {usage.tokens} of {ceilings.token_limit} tokens",
-            "Extend it with `openloop extend TASK_ID --tokens N`, or raise spec.limits.token_limit.",
+            "The task waits: `openloop extend TASK_ID --tokens N` resumes it; raise "
+            "spec.limits.token_limit for later tasks.",
             resumable=True,
         )
     if usage.cost_usd >= ceilings.usd_limit:
         return CeilingHit(
             TaskStatus.BUDGET_EXHAUSTED,
             "usd",
-            f"spent ${usage.cost_usd:.4f} of its ${ceilings.usd_limit:.2f} per-task budget",
-            "Extend it with `openloop extend TASK_ID --usd 0.50`, or raise spec.budget.per_task_usd.",
+            f"spent {usd(usage.cost_usd)} of its {usd(ceilings.usd_limit)} per-task budget",
+            "The task waits: `openloop extend TASK_ID --usd 0.50` resumes it; raise "
+            "spec.budget.per_task_usd for later tasks.",
             resumable=True,
         )
     return None

@@ -6,8 +6,13 @@ from workflows.types import TaskStatus
 
 NEXT_ACTION: dict[TaskStatus, str] = {
     TaskStatus.SUCCESS: "Nothing to do; follow up in the same thread to continue.",
-    TaskStatus.BUDGET_EXHAUSTED: "Extend the task (`openloop extend TASK_ID --usd 0.50`) "
-    "or raise the agent's limits, then ask again.",
+    TaskStatus.BUDGET_EXHAUSTED: "The reason says which budget stopped the task. A per-task "
+    "limit (USD, tokens, iterations) is extended while the task waits: "
+    "`openloop extend TASK_ID --usd 0.50` (or `--tokens N`, `--iterations N`). A monthly cap "
+    "cannot be extended per task: raise spec.budget.monthly_usd (the agent's) or "
+    "spec.budget.per_channel_monthly_usd (a channel's) and re-apply the agent "
+    "(`openloop agents apply -f FILE`), or wait for the next month (UTC), then ask again. "
+    "The wall clock: raise spec.limits.wall_clock or split the request.",
     TaskStatus.NO_PROGRESS: "The agent repeated the same action with the same result; "
     "rephrase the request or check the tool it was calling.",
     TaskStatus.APPROVAL_DENIED: "The action was denied; ask again with a different request "
@@ -19,15 +24,67 @@ NEXT_ACTION: dict[TaskStatus, str] = {
     "configuration or provider access and ask again.",
 }
 
+_REAPPLY = "re-apply the agent (`openloop agents apply -f FILE`)"
+_MONTHLY = (
+    "It cannot be resumed: a per-task extension cannot lift a monthly cap. Raise {fields} "
+    "and {reapply}, or wait for the next month (UTC), then ask again."
+)
+
 
 def next_action(status: TaskStatus, task_id: str) -> str:
     return NEXT_ACTION.get(status, "").replace("TASK_ID", task_id)
 
 
+def budget_stop(reason: str) -> tuple[str, str]:
+    """Which budget a BUDGET_EXHAUSTED reason names, and what helps (and whether it resumes).
+
+    Reads the reasons `workflows.budget.check_ceilings` writes and the model activity's
+    refusals (`activities.llm.model_activities`, whose monthly-cap texts come from
+    `workflows.budget_ledger`). A refusal may name both monthly caps.
+    """
+    text = reason.lower()
+    agent_cap = "the agent's monthly budget" in text
+    channel_cap = "monthly budget of channel" in text
+    if agent_cap or channel_cap:
+        fields = " and ".join(
+            name
+            for name, hit in (
+                ("spec.budget.monthly_usd", agent_cap),
+                ("spec.budget.per_channel_monthly_usd", channel_cap),
+            )
+            if hit
+        )
+        which = {
+            (True, False): "the agent's monthly budget",
+            (False, True): "the channel's monthly budget",
+            (True, True): "the agent's and the channel's monthly budgets",
+        }[(agent_cap, channel_cap)]
+        return which, _MONTHLY.format(fields=fields, reapply=_REAPPLY)
+    if "wall-clock" in text:
+        return "the task's wall-clock limit", (
+            f"It cannot be resumed: raise spec.limits.wall_clock and {_REAPPLY}, or split the "
+            "request into smaller tasks, then ask again."
+        )
+    if "no price is known" in text:
+        return "a model without a price", (
+            f"It cannot be resumed: make the change the reason names, {_REAPPLY} and ask again."
+        )
+    if "per-task budget" in text or "budget left cannot cover" in text:
+        return "the task's USD limit", "spec.budget.per_task_usd sets it (per task)."
+    if "iterations" in text:
+        return "the task's iteration limit", "spec.limits.max_iterations sets it (per task)."
+    if "tokens" in text:
+        return "the task's token limit", "spec.limits.token_limit sets it (per task)."
+    return "a budget", ""
+
+
 def status_line(status: TaskStatus, reason: str) -> str:
     """A short line for the thread when a task stops for any reason but success."""
+    if status == TaskStatus.BUDGET_EXHAUSTED:
+        which, helps = budget_stop(reason)
+        label = "Stopped" if helps.startswith("It cannot be resumed") else "Budget reached"
+        return f"{label}: {which} — {reason}. {helps}".rstrip()
     labels = {
-        TaskStatus.BUDGET_EXHAUSTED: "Paused: budget exhausted",
         TaskStatus.NO_PROGRESS: "Stopped: no progress",
         TaskStatus.APPROVAL_DENIED: "Stopped: approval denied",
         TaskStatus.APPROVAL_EXPIRED: "Stopped: approval expired",
