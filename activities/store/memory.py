@@ -9,6 +9,7 @@ to one scope and still returns k rows from a small scope is in `activities.store
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,6 +19,7 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import dict_row
 
 from activities.llm.embeddings import Embeddings, embed
+from activities.runtime import Runtime
 from activities.store.memory_search import (
     HNSW_MAX_DIMS,
     ConnOrPool,
@@ -33,6 +35,7 @@ from workflows.types import AuditEvent, MemoryScopeRef
 
 __all__ = [
     "StoredMemory",
+    "content_key",
     "ensure_model_index",
     "forget",
     "list_memories",
@@ -40,6 +43,7 @@ __all__ = [
     "purge_expired",
     "remember",
     "remember_with_usage",
+    "saved_text",
     "search",
     "search_with_usage",
 ]
@@ -85,6 +89,12 @@ async def ensure_model_index(conn: AsyncConnection[Any], model: str, dims: int) 
     _indexed.add((model, dims))
 
 
+def content_key(content: str) -> str:
+    """What makes two memories the same: the content case-folded, whitespace collapsed and
+    trimmed, hashed (the `content_key` column, unique per scope since migration 0006)."""
+    return hashlib.sha256(" ".join(content.casefold().split()).encode()).hexdigest()
+
+
 async def remember(
     conn_or_pool: ConnOrPool,
     scope: MemoryScopeRef,
@@ -95,7 +105,8 @@ async def remember(
     *,
     created_at: datetime | None = None,
 ) -> tuple[str, bool]:
-    """Store `content` in `scope`; returns (memory id, created). A retry finds its first row."""
+    """Store `content` in `scope`; returns (memory id, created). A retry finds its first row,
+    and content already in the scope (same `content_key`) returns that memory, created False."""
     memory_id, created, _ = await remember_with_usage(
         conn_or_pool,
         scope,
@@ -124,22 +135,28 @@ async def remember_with_usage(
         raise ValueError("memory content is empty")
     if len(content) > MAX_CONTENT_CHARS:
         raise ValueError(f"memory content is {len(content)} characters; at most {MAX_CONTENT_CHARS}")
-    partition_of(scope)  # validates scope and key before any work
+    partition = partition_of(scope)  # validates scope and key before any work
     key = idempotency_key or f"{source_task_id}:{source_step}"
+    same = content_key(content)
     async with connection(conn_or_pool) as conn:
         existing = await _id_for_key(conn, key)
         if existing is not None:  # a retry: skip the (possibly paid) embedding call
             return existing, False, None
+        duplicate = await _id_for_content(conn, partition, same)
+        if duplicate is not None:  # saved before in this scope: no second row, no embedding
+            return duplicate, False, None
         emb = await embed(scope.embedding, [content])
         await ensure_model_index(conn, emb.model, emb.dims)
         cursor = await conn.execute(
             "INSERT INTO memories (workspace, agent, scope, scope_key, content, embedding_model,"
             " embedding_dims, embedding, source_task_id, source_step, idempotency_key,"
-            " created_at, expires_at)"
+            " content_key, created_at, expires_at)"
             " VALUES (%(ws)s, %(agent)s, %(scope)s, %(key)s, %(content)s, %(model)s, %(dims)s,"
-            " %(vec)s::vector, %(task)s, %(step)s, %(idem)s, COALESCE(%(at)s, now()),"
+            " %(vec)s::vector, %(task)s, %(step)s, %(idem)s, %(same)s, COALESCE(%(at)s, now()),"
             " COALESCE(%(at)s, now()) + make_interval(days => %(days)s))"
-            " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+            # Either unique index: a racing retry (same key) or a racing save of the same
+            # content in this scope (same content_key) inserted it first.
+            " ON CONFLICT DO NOTHING RETURNING id",
             {
                 "ws": scope.workspace,
                 "agent": scope.agent,
@@ -152,6 +169,7 @@ async def remember_with_usage(
                 "task": source_task_id,
                 "step": source_step,
                 "idem": key,
+                "same": same,
                 "at": created_at,
                 "days": scope.retention_days,
             },
@@ -159,7 +177,7 @@ async def remember_with_usage(
         row = await cursor.fetchone()
         if row is not None:
             return str(_first(row)), True, emb
-        raced = await _id_for_key(conn, key)  # a concurrent retry inserted it first
+        raced = await _id_for_key(conn, key) or await _id_for_content(conn, partition, same)
         assert raced is not None
         return raced, False, emb
 
@@ -168,6 +186,45 @@ async def _id_for_key(conn: AsyncConnection[Any], key: str) -> str | None:
     cursor = await conn.execute("SELECT id FROM memories WHERE idempotency_key = %s", (key,))
     row = await cursor.fetchone()
     return None if row is None else str(_first(row))
+
+
+async def _id_for_content(conn: AsyncConnection[Any], partition: str, same: str) -> str | None:
+    """The scope's memory with this content. An expired one (not yet purged) is deleted, so
+    the new save replaces it instead of returning a memory recall no longer shows."""
+    await conn.execute(
+        "DELETE FROM memories WHERE memory_partition = %s AND content_key = %s AND expires_at <= now()",
+        (partition, same),
+    )
+    cursor = await conn.execute(
+        "SELECT id FROM memories WHERE memory_partition = %s AND content_key = %s", (partition, same)
+    )
+    row = await cursor.fetchone()
+    return None if row is None else str(_first(row))
+
+
+async def saved_text(rt: Runtime, scope: MemoryScopeRef, content: str, idempotency_key: str) -> str:
+    """What `memory.save` tells the model: saved, or already saved (when and as what).
+
+    Decided before the write and from rows other than this call's own, so a retried save
+    (same idempotency key) reads the same as its first attempt.
+    """
+    try:
+        partition = partition_of(scope)
+    except ValueError:
+        return f"Saved to {scope.scope} memory: {content}"  # the write reports the bad scope
+    pool = await rt.pool()
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT content, created_at FROM memories WHERE memory_partition = %s"
+            " AND content_key = %s AND idempotency_key <> %s AND expires_at > now()",
+            (partition, content_key(content.strip()), idempotency_key),
+        )
+        row = await cursor.fetchone()
+    if row is None:
+        return f"Saved to {scope.scope} memory: {content}"
+    found = row if isinstance(row, dict) else {"content": row[0], "created_at": row[1]}
+    when = found["created_at"].date().isoformat()
+    return f"Already saved to {scope.scope} memory on {when}: {found['content']}"
 
 
 def _first(row: Any) -> Any:

@@ -15,7 +15,7 @@ from psycopg import AsyncConnection
 from activities.llm.embeddings import Embeddings, is_offline
 from activities.runtime import Runtime
 from activities.store import ledger
-from activities.store.memory import MAX_CONTENT_CHARS, remember_with_usage, search_with_usage
+from activities.store.memory import MAX_CONTENT_CHARS, remember_with_usage, saved_text, search_with_usage
 from activities.tools.registry import ToolError, handler
 from activities.tools.tool_activities import tool_audit
 from workflows.types import ToolCallInput, ToolCallResult
@@ -34,7 +34,7 @@ async def save(inp: ToolCallInput, rt: Runtime) -> str:
         raise ToolError(
             "invalid", f"`content` is {len(content)} characters; save at most {MAX_CONTENT_CHARS}"
         )
-    saved = ToolCallResult(ok=True, output=f"Saved to {inp.memory.scope} memory: {content}")
+    saved = ToolCallResult(ok=True, output=await saved_text(rt, inp.memory, content, inp.idempotency_key))
     pool = await rt.pool()
     # One transaction: the memory, its embedding's usage row and the call's audit row commit
     # together, so a crash between them leaves none and the retry writes all three once.

@@ -23,11 +23,11 @@ from activities.store.memory import (
     forget,
     list_memories,
     purge_expired,
-    recall,
     remember,
     search,
 )
 from activities.store.memory_search import partition_of, vector_literal
+from activities.store.store_activities import recall
 from config.agent import OFFLINE_EMBEDDING
 from config.settings import Settings
 from workflows.types import MemoryScopeRef, RecallInput
@@ -231,13 +231,14 @@ async def test_recency_is_blended_with_similarity(pool: AsyncConnectionPool, ws:
         f"{ws}:old",
         created_at=now - timedelta(days=120),
     )
+    # Same words, so the same vector (the same text would be one memory: saved once per scope).
     await remember(
-        pool, scope, "The deploy window is Tuesday.", "t", 2, f"{ws}:new", created_at=now - timedelta(hours=2)
+        pool, scope, "The deploy window is Tuesday!", "t", 2, f"{ws}:new", created_at=now - timedelta(hours=2)
     )
     await remember(pool, scope, "Lunch is at noon.", "t", 3, f"{ws}:lunch", created_at=now)
     items = await search(pool, scope, "when is the deploy window", 3)
     assert [item.content for item in items] == [
-        "The deploy window is Tuesday.",
+        "The deploy window is Tuesday!",
         "The deploy window is Tuesday.",
         "Lunch is at noon.",
     ]
