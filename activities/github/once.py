@@ -9,6 +9,9 @@ out after GitHub had accepted it:
    (issues only, pull requests filtered out) before writing anything;
 4. the number/id is recorded once known, so later retries need no lookup at all.
 
+A comment that was deleted after it was written (its recorded id answers 404) is written
+again, and the new id recorded: what the task said is never lost to a deleted comment.
+
 An attempt's HTTP timeout is far shorter than its activity timeout, so when Temporal starts
 the next attempt the previous request has finished (or been given up) on our side.
 """
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from github import Github
+from github import Github, GithubException
 from psycopg import AsyncConnection
 
 from activities.github.client import github_call, marker, with_marker
@@ -36,6 +39,7 @@ class Written:
     number: int  # the issue number, or the comment id
     url: str
     created: bool  # False when an earlier attempt had already written it
+    body: str = ""  # the comment's body as GitHub has it now (comments only)
 
 
 async def fetch_row(
@@ -138,26 +142,32 @@ async def comment_once(rt: Runtime, repo: str, target: str, body: str, key: str)
     mark = marker(key)
     path = _comments_path(repo, target)
 
-    def write(gh: Github) -> tuple[int, str, bool]:
+    def write(gh: Github) -> tuple[int, str, bool, str]:
         if known is not None:
             kind = "issues/comments" if target.startswith("issue:") else "comments"
-            _, found = gh.requester.requestJsonAndCheck("GET", f"/repos/{repo}/{kind}/{known}")
-            return known, str(found.get("html_url", "")), False
-        if claimed_at is not None:
+            try:
+                _, found = gh.requester.requestJsonAndCheck("GET", f"/repos/{repo}/{kind}/{known}")
+                return known, str(found.get("html_url", "")), False, str(found.get("body") or "")
+            except GithubException as exc:
+                if exc.status not in (404, 410):
+                    raise
+                # Deleted since it was written: write it again (below) and record the new id.
+        elif claimed_at is not None:
             params = {} if target.startswith("commit:") else {"since": _since(claimed_at)}
             for item in _pages(gh, path, params):
                 if mark in (item.get("body") or ""):
-                    return int(item["id"]), str(item.get("html_url", "")), False
-        _, data = gh.requester.requestJsonAndCheck("POST", path, input={"body": with_marker(body, key)})
-        return int(data["id"]), str(data.get("html_url", "")), True
+                    return int(item["id"]), str(item.get("html_url", "")), False, str(item["body"])
+        text = with_marker(body, key)
+        _, data = gh.requester.requestJsonAndCheck("POST", path, input={"body": text})
+        return int(data["id"]), str(data.get("html_url", "")), True, text
 
-    comment_id, url, created = await github_call(rt.settings, repo, write)
+    comment_id, url, created, now_body = await github_call(rt.settings, repo, write)
     async with pool.connection() as conn:
         await conn.execute(
             "UPDATE github_comment_claims SET comment_id = %s WHERE idempotency_key = %s",
             (comment_id, key),
         )
-    return Written(comment_id, url, created)
+    return Written(comment_id, url, created, now_body)
 
 
 async def edit_comment(rt: Runtime, repo: str, message_ref: str, body: str) -> None:

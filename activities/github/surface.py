@@ -6,6 +6,13 @@ investigation (`context.reply_target` = the head commit sha) reports where the a
 `spec.surfaces.github.ci.report_to` says: the pull request, the commit, and/or the agent's
 first Slack channel. Every comment is written once per idempotency key (hidden marker).
 Comment bodies are built by pure functions at the top of this module.
+
+The final answer is never lost to a target that is gone (an issue, pull request or commit
+GitHub answers 404 for): it falls back to the commit, then the agent's first Slack channel,
+then a new issue in the repository, and `post_reply` does not fail for it. A comment deleted
+after it was written is written again (`activities.github.once`). An approval comment that
+already shows a decision (after `temporal workflow reset` re-runs the step that asked) is
+never reused for a pending request: a fresh one is posted.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import logging
 from temporalio.exceptions import ApplicationError
 
 from activities.github.client import bounded, github_call, with_marker
-from activities.github.once import comment_once, edit_comment, fetch_row
+from activities.github.once import Written, comment_once, create_issue_once, edit_comment, fetch_row
 from activities.runtime import Runtime
 from activities.store.agents import agent_for_github_repo
 from activities.tools.registry import ToolError
@@ -36,6 +43,9 @@ log = logging.getLogger(__name__)
 
 MAX_COMMENT = 60_000  # GitHub refuses bodies over 65,536 characters
 MAX_ARGS = 3_000
+# A request asked again after its comment was decided gets a fresh comment under the next
+# key; each `temporal workflow reset` past the approval step adds one, so this is generous.
+MAX_APPROVAL_COMMENTS = 50
 
 
 # Comment bodies (pure) ---------------------------------------------------------------------
@@ -62,6 +72,19 @@ def approval_body(task_id: str, agent: str, request: ApprovalRequest) -> str:
         f"Approvers: {approvers}\n\n"
         f"Approve with `openloop approve {task_id}` or deny with `openloop deny {task_id}`."
     )
+
+
+def shows_decision(body: str) -> bool:
+    """Whether an approval comment was already resolved (`resolved_body`), not pending."""
+    return body.startswith("**Approval ") and not body.startswith("**Approval needed**")
+
+
+def fallback_issue(repo: str, context: SurfaceContext, text: str) -> tuple[str, str]:
+    """Title and body of the issue an answer goes to when nothing else can take it."""
+    where = f"#{context.thread}" if context.thread else (context.reply_target or "")[:12]
+    title = f"OpenLoop answer for {repo} {where}".strip()
+    note = f"_Posted as a new issue: {where or 'the place it was asked'} could not take a comment._"
+    return title, bounded(f"{text.strip() or '(no reply)'}\n\n{note}", MAX_COMMENT)
 
 
 def resolved_body(task_id: str, inp: ResolveApprovalRequestInput) -> str:
@@ -114,35 +137,87 @@ async def _targets(rt: Runtime, context: SurfaceContext) -> tuple[list[str], str
     return targets, slack
 
 
-async def _comment(rt: Runtime, repo: str, target: str, body: str, key: str) -> str:
+async def _written(rt: Runtime, repo: str, target: str, body: str, key: str) -> Written:
     try:
-        written = await comment_once(rt, repo, target, body, key)
+        return await comment_once(rt, repo, target, body, key)
     except ToolError as exc:  # 404/422 here will not heal by retrying
         raise ApplicationError(str(exc), type="GitHubRequestRejected", non_retryable=True) from exc
+
+
+def _ref(target: str, written: Written) -> str:
     return f"{target.split(':')[0]}:{written.number}"
 
 
-async def _to_slack(inp: PostReplyInput, channel: str, rt: Runtime) -> None:
+async def _comment(rt: Runtime, repo: str, target: str, body: str, key: str) -> str:
+    return _ref(target, await _written(rt, repo, target, body, key))
+
+
+async def _try_comment(rt: Runtime, repo: str, target: str, body: str, key: str) -> bool:
+    """Comment once; False when GitHub refuses the target (gone, locked, invalid)."""
+    try:
+        await comment_once(rt, repo, target, body, key)
+    except ToolError as exc:
+        log.warning("reply not posted on %s %s: %s", repo, target, exc)
+        return False
+    return True
+
+
+async def _to_slack(inp: PostReplyInput, channel: str, rt: Runtime, fallback: bool = False) -> bool:
+    """Send the answer to a Slack channel, top level; False when Slack cannot take it."""
     try:
         slack_surface = importlib.import_module("activities.slack.surface")
     except ModuleNotFoundError:
-        log.warning("CI report for %s not sent to Slack: the Slack surface is not installed", inp.task_id)
-        return
+        log.warning("answer for %s not sent to Slack: the Slack surface is not installed", inp.task_id)
+        return False
     repo, sha = inp.context.channel, inp.context.reply_target or ""
     where = f"#{inp.context.thread}" if inp.context.thread else sha[:12]
+    if inp.context.reply_target is None:
+        header = f"Answer for {repo} {where} (GitHub could not take the comment):"
+    elif fallback:
+        header = f"CI report for {repo} {where} (GitHub could not take the comment):"
+    else:
+        header = f"CI report for {repo} {where}:"
     slack_context = SurfaceContext(
         surface="slack", channel=channel, user=inp.context.user, event_id=inp.context.event_id
     )
-    await slack_surface.post_reply(
-        PostReplyInput(
-            task_id=inp.task_id,
-            context=slack_context,
-            text=f"CI report for {repo} {where}:\n{inp.text}",
-            status=inp.status,
-            step=inp.step,
-        ),
-        rt,
-    )
+    try:
+        await slack_surface.post_reply(
+            PostReplyInput(
+                task_id=inp.task_id,
+                context=slack_context,
+                text=f"{header}\n{inp.text}",
+                status=inp.status,
+                step=inp.step,
+            ),
+            rt,
+        )
+    except ApplicationError as exc:
+        if not exc.non_retryable:
+            raise
+        log.warning("answer for %s not sent to Slack %s: %s", inp.task_id, channel, exc)
+        return False
+    return True
+
+
+async def _fall_back(inp: PostReplyInput, rt: Runtime, key: str, tried: list[str], slack: str | None) -> None:
+    """Nowhere asked for took the answer: the commit, the agent's first Slack channel, then a
+    new issue in the repository. Only when all of these refuse is it left to the task's result
+    (and transcript), logged; the activity does not fail for it."""
+    repo, context = inp.context.channel, inp.context
+    commit = f"commit:{context.reply_target}" if context.reply_target else None
+    if commit is not None and commit not in tried:
+        if await _try_comment(rt, repo, commit, reply_body(inp.text, inp.status), f"{key}:{commit}"):
+            return
+    if slack is None:
+        _, channels = await _report_to(rt, repo)
+        if channels and await _to_slack(inp, channels[0], rt, fallback=True):
+            return
+    title, body = fallback_issue(repo, context, inp.text)
+    try:
+        await create_issue_once(rt, repo, f"{key}:issue", title, body, [])
+        return
+    except ToolError as exc:
+        log.error("answer of %s could not be posted anywhere (%s): %s", inp.task_id, repo, exc)
 
 
 # The four surface functions ----------------------------------------------------------------
@@ -180,10 +255,13 @@ async def post_reply(inp: PostReplyInput, rt: Runtime) -> None:
     key = f"{inp.task_id}:reply:{inp.step}:{inp.status.value}:{digest}"
     targets, slack = await _targets(rt, inp.context)
     body = reply_body(inp.text, inp.status)
+    delivered = False
     for target in targets:
-        await _comment(rt, repo, target, body, f"{key}:{target}")
+        delivered = await _try_comment(rt, repo, target, body, f"{key}:{target}") or delivered
     if slack:
-        await _to_slack(inp, slack, rt)
+        delivered = await _to_slack(inp, slack, rt) or delivered
+    if not delivered:
+        await _fall_back(inp, rt, key, targets, slack)
 
 
 async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> PostApprovalRequestResult:
@@ -192,9 +270,17 @@ async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> P
     if not targets:
         return PostApprovalRequestResult(message_ref=None)
     body = approval_body(inp.task_id, inp.agent_name, inp.request)
-    key = f"{inp.task_id}:approval:{inp.request.request_id}"
-    ref = await _comment(rt, repo, targets[0], body, key)
-    return PostApprovalRequestResult(message_ref=ref)
+    base = f"{inp.task_id}:approval:{inp.request.request_id}"
+    for n in range(MAX_APPROVAL_COMMENTS):
+        written = await _written(rt, repo, targets[0], body, base if n == 0 else f"{base}:{n}")
+        if not shows_decision(written.body):
+            return PostApprovalRequestResult(message_ref=_ref(targets[0], written))
+    raise ApplicationError(
+        f"request {inp.request.request_id} of {inp.task_id} was decided {MAX_APPROVAL_COMMENTS} "
+        "times already; it is not asked again",
+        type="GitHubRequestRejected",
+        non_retryable=True,
+    )
 
 
 async def resolve_approval_request(inp: ResolveApprovalRequestInput, rt: Runtime) -> None:
