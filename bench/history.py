@@ -21,6 +21,7 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHistory
 
+from activities.tools.catalog import specs_for
 from bench.common import (
     APPROVER,
     Stack,
@@ -119,7 +120,14 @@ async def long_task(stack: Stack, queue: str, steps: int, max_steps_per_run: int
     agent = stack.agents["bench"]
     event_id = f"hist-long-{uuid.uuid4().hex}"
     context = SurfaceContext(surface="cli", channel="bench", user=APPROVER, event_id=event_id)
-    task_input = TaskInput(task_id_for("cli", event_id), agent.config, agent.version, context, plan.request())
+    task_input = TaskInput(
+        task_id_for("cli", event_id),
+        agent.config,
+        agent.version,
+        context,
+        plan.request(),
+        tools=specs_for(agent.config),
+    )
     if max_steps_per_run is not None:
         task_input.max_steps_per_run = max_steps_per_run
     handle = await stack.client.start_workflow(

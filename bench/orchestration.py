@@ -25,6 +25,7 @@ from typing import Any
 
 from activities.llm.model_activities import call_model
 from activities.store import store_activities
+from activities.tools.catalog import NATIVE_TOOLS
 from activities.tools.tool_activities import run_tool
 from bench.common import (
     APPROVER,
@@ -40,8 +41,8 @@ from bench.common import (
 from bench.scripted import MODEL_BODY_MS, STEP_STARTS, FloorInput, FloorWorkflow, Plan, scripted_model
 from config.agent import AgentConfig
 from workflows import budget, policy
-from workflows.task_steps import COMPACT_AT_SHARE, DEFAULT_CONTEXT_WINDOW
-from workflows.tool_catalog import NATIVE_TOOLS, catalog_tool_name, model_tool_name
+from workflows.conversation import COMPACT_AT_SHARE, DEFAULT_CONTEXT_WINDOW
+from workflows.tool_catalog import catalog_tool_name, model_tool_name
 from workflows.types import (
     BudgetUsage,
     ChatMessage,

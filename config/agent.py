@@ -15,6 +15,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -39,22 +40,10 @@ DEFAULT_WALL_CLOCK = "30m"
 DEFAULT_APPROVAL_TTL = "72h"
 DEFAULT_PER_TASK_USD = 1.0
 
-# The native tools and the permission scope each needs. This mirrors
-# `workflows.tool_catalog.NATIVE_TOOLS` (config may not import workflows); a unit test keeps
-# the two equal, so a tool added there must be added here too.
-NATIVE_TOOL_PERMISSIONS: dict[str, str] = {
-    "memory.search": "memory:read",
-    "memory.save": "memory:write",
-    "slack.read_thread": "channels:history",
-    "slack.post_message": "chat:write",
-    "github.create_issue": "issues:write",
-    "github.comment": "issues:write",
-    "github.get_issue": "issues:read",
-    "github.search_issues": "issues:read",
-    "github.list_failed_runs": "actions:read",
-    "github.get_job_log": "actions:read",
-}
-NATIVE_TOOL_NAMES: tuple[str, ...] = tuple(NATIVE_TOOL_PERMISSIONS)
+# Validation context key: the runnable tools and the permission each needs, given by the
+# caller from the tool catalog (config imports pydantic only). Without it, tool names are not
+# checked: an agent read back from the store or from a task's history was checked when applied.
+TOOLS_CONTEXT = "tool_permissions"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -234,42 +223,49 @@ class ModelPolicy(_Strict):
         return list(dict.fromkeys(ordered))
 
 
-class ToolSpec(_Strict):
+class ToolGrant(_Strict):
+    """A tool the agent may call, the permissions it is granted, and where it may write."""
+
     name: str = Field(min_length=1)
     type: Literal["native", "mcp"] = "native"
     permissions: list[str] = []
     server: str | None = Field(default=None, description="MCP server command or URL")
+    limit_to: list[str] = Field(
+        default=[],
+        description="Narrows a writing tool to these of the agent's channels or repositories",
+    )
 
     @model_validator(mode="after")
-    def _mcp_needs_server(self) -> ToolSpec:
-        if self.type == "mcp" and not self.server:
-            raise rule_error([(("server",), "an mcp tool needs `server` (the MCP server command or URL)")])
-        return self
-
-    @model_validator(mode="after")
-    def _native_tool_known_and_granted(self) -> ToolSpec:
-        # MCP tool names are free-form; native ones must be in the catalog and granted the
-        # scope they act with, so a task never finds out at run time that it cannot work.
-        if self.type != "native":
+    def _runnable_and_granted(self, info: ValidationInfo) -> ToolGrant:
+        # A tool the runtime cannot run, or runs without the scope it acts with, is an error
+        # here: a task must never find out at run time that it cannot work.
+        if self.type == "mcp":
+            raise rule_error(
+                [
+                    (
+                        ("type",),
+                        f"{self.name!r}: this runtime cannot run MCP tools yet, and a task "
+                        "would silently lose it; remove the tool (or use a native one)",
+                    )
+                ]
+            )
+        known: dict[str, str] | None = (info.context or {}).get(TOOLS_CONTEXT)
+        if known is None:
             return self
-        needed = NATIVE_TOOL_PERMISSIONS.get(self.name)
+        needed = known.get(self.name)
         if needed is None:
             raise rule_error(
                 [
                     (
                         ("name",),
-                        f"{self.name!r} is not a native tool; known native tools: "
-                        f"{', '.join(NATIVE_TOOL_NAMES)} (for an MCP tool set type: mcp)",
+                        f"{self.name!r} is not a native tool; known native tools: {', '.join(known)}",
                     )
                 ]
             )
         problems: list[tuple[ProblemPath, str]] = []
         if needed not in self.permissions:
             problems.append(
-                (
-                    ("permissions",),
-                    f"{self.name} needs the permission {needed!r}; add it to permissions",
-                )
+                (("permissions",), f"{self.name} needs the permission {needed!r}; add it to permissions")
             )
         if self.server is not None:
             problems.append((("server",), "only an mcp tool has a server; remove it"))
@@ -283,12 +279,6 @@ class ApprovalsSpec(_Strict):
     approvers: list[str] = []
     ttl: Duration = DEFAULT_APPROVAL_TTL
     on_denied: Literal["continue", "stop"] = "continue"
-
-    @field_validator("ttl")
-    @classmethod
-    def _ttl(cls, ttl: str) -> str:
-        parse_duration(ttl)
-        return ttl
 
     @property
     def ttl_seconds(self) -> float:
@@ -308,12 +298,6 @@ class LimitsSpec(_Strict):
     wall_clock: Duration = DEFAULT_WALL_CLOCK
     no_progress_repeats: int = Field(default=3, ge=2)
 
-    @field_validator("wall_clock")
-    @classmethod
-    def _wall_clock(cls, wall_clock: str) -> str:
-        parse_duration(wall_clock)
-        return wall_clock
-
     @property
     def wall_clock_seconds(self) -> float:
         return parse_duration(self.wall_clock)
@@ -324,7 +308,7 @@ class AgentSpecBody(_Strict):
     surfaces: Surfaces = Surfaces()
     memory: MemorySpec = MemorySpec()
     model_policy: ModelPolicy = ModelPolicy()
-    tools: list[ToolSpec] = []
+    tools: list[ToolGrant] = []
     approvals: ApprovalsSpec = ApprovalsSpec()
     budget: BudgetSpec = BudgetSpec()
     limits: LimitsSpec = LimitsSpec()
@@ -352,6 +336,23 @@ class AgentSpecBody(_Strict):
                         f"({', '.join(names) or 'none'}); add it to spec.tools or remove the rule",
                     )
                 )
+        # limit_to narrows a tool to some of the agent's channels or repositories; an agent
+        # without that surface (a CLI agent, say) names the only places the tool may write.
+        bound = set(self.surfaces.slack.channels if self.surfaces.slack else []) | set(
+            self.surfaces.github.repos if self.surfaces.github else []
+        )
+        for index, tool in enumerate(self.tools):
+            family = tool.name.split(".", 1)[0]
+            surface = {"slack": self.surfaces.slack, "github": self.surfaces.github}.get(family)
+            for position, target in enumerate(tool.limit_to):
+                if surface is not None and target not in bound:
+                    problems.append(
+                        (
+                            ("tools", index, "limit_to", position),
+                            f"{target!r} is not one of this agent's channels or repositories "
+                            f"({', '.join(sorted(bound)) or 'none'}); limit_to can only narrow them",
+                        )
+                    )
         if self.approvals.require_for and not self.approvals.approvers:
             problems.append(
                 (
@@ -364,7 +365,7 @@ class AgentSpecBody(_Strict):
             raise rule_error(problems)
         return self
 
-    def tool(self, name: str) -> ToolSpec | None:
+    def tool(self, name: str) -> ToolGrant | None:
         return next((tool for tool in self.tools if tool.name == name), None)
 
 

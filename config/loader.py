@@ -11,13 +11,14 @@ turns pydantic's errors into the messages.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from config.agent import AgentConfig
+from config.agent import TOOLS_CONTEXT, AgentConfig
 from config.problems import AgentConfigError, ConfigProblem, Loc, expand_error, field_path
 
 __all__ = [
@@ -31,6 +32,10 @@ __all__ = [
     "parse_agent",
     "parse_agent_documents",
 ]
+
+# The runnable tools and the permission each needs (`activities.tools.catalog.tool_permissions`).
+# Every path a person applies an agent through passes it; None skips the tool check.
+Tools = Mapping[str, str] | None
 
 # libyaml's parser when PyYAML was built with it: the same nodes and marks, ~10x faster.
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -113,7 +118,7 @@ def _documents(text: str, source: str) -> list[tuple[yaml.Node, Any]]:
     return documents
 
 
-def _validate(node: yaml.Node, data: Any, source: str, document: int | None) -> AgentConfig:
+def _validate(node: yaml.Node, data: Any, source: str, document: int | None, tools: Tools) -> AgentConfig:
     if not isinstance(data, dict):
         line = node.start_mark.line + 1
         raise AgentConfigError(
@@ -134,7 +139,7 @@ def _validate(node: yaml.Node, data: Any, source: str, document: int | None) -> 
     ]
     config: AgentConfig | None = None
     try:
-        config = AgentConfig.model_validate(data)
+        config = AgentConfig.model_validate(data, context=None if tools is None else {TOOLS_CONTEXT: tools})
     except ValidationError as exc:
         for error in exc.errors():
             for loc, message in expand_error(dict(error)):
@@ -146,7 +151,7 @@ def _validate(node: yaml.Node, data: Any, source: str, document: int | None) -> 
     return config
 
 
-def parse_agent_documents(text: str, source: str = "<string>") -> list[AgentConfig]:
+def parse_agent_documents(text: str, source: str = "<string>", *, tools: Tools = None) -> list[AgentConfig]:
     """Every agent in `text` (documents separated by `---`); all problems reported at once."""
     documents = _documents(text, source)
     if not documents:
@@ -157,7 +162,7 @@ def parse_agent_documents(text: str, source: str = "<string>") -> list[AgentConf
     first_line: dict[tuple[str, str], int] = {}
     for number, (node, data) in enumerate(documents, start=1):
         try:
-            config = _validate(node, data, source, number if several else None)
+            config = _validate(node, data, source, number if several else None, tools)
         except AgentConfigError as exc:
             problems += exc.problems
             continue
@@ -181,7 +186,7 @@ def parse_agent_documents(text: str, source: str = "<string>") -> list[AgentConf
     return configs
 
 
-def parse_agent(text: str, source: str = "<string>") -> AgentConfig:
+def parse_agent(text: str, source: str = "<string>", *, tools: Tools = None) -> AgentConfig:
     """Parse one agent document from YAML text; raise AgentConfigError naming `source`."""
     documents = _documents(text, source)
     if len(documents) != 1:
@@ -190,7 +195,7 @@ def parse_agent(text: str, source: str = "<string>") -> AgentConfig:
             [ConfigProblem(source, None, "", f"expected one agent document, found {found}")]
         )
     node, data = documents[0]
-    return _validate(node, data, source, None)
+    return _validate(node, data, source, None, tools)
 
 
 def _read(path: Path) -> str:
@@ -205,21 +210,21 @@ def _read(path: Path) -> str:
         raise AgentConfigError([problem]) from None
 
 
-def load_agent_file(path: str | Path) -> AgentConfig:
+def load_agent_file(path: str | Path, *, tools: Tools = None) -> AgentConfig:
     """The one agent in a YAML file."""
     path = Path(path)
-    return parse_agent(_read(path), str(path))
+    return parse_agent(_read(path), str(path), tools=tools)
 
 
-def load_agent_documents(path: str | Path) -> list[AgentConfig]:
+def load_agent_documents(path: str | Path, *, tools: Tools = None) -> list[AgentConfig]:
     """Every agent in a YAML file that may hold several documents separated by `---`."""
     path = Path(path)
-    return parse_agent_documents(_read(path), str(path))
+    return parse_agent_documents(_read(path), str(path), tools=tools)
 
 
 EXAMPLES_DIR = Path(__file__).parent / "agents"
 
 
-def example_agent(name: str) -> AgentConfig:
+def example_agent(name: str, *, tools: Tools = None) -> AgentConfig:
     """One of the agents shipped in `config/agents/` (used by `up` and the tests)."""
-    return load_agent_file(EXAMPLES_DIR / f"{name}.yaml")
+    return load_agent_file(EXAMPLES_DIR / f"{name}.yaml", tools=tools)

@@ -14,6 +14,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.store.agents import StoredAgent
+from activities.tools.catalog import specs_for
 from config.settings import Settings
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
@@ -60,6 +61,7 @@ async def start_task(
         context=context,
         request=request,
         task_kind=task_kind,
+        tools=specs_for(agent.config),
     )
     try:
         handle = await client.start_workflow(

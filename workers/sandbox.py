@@ -13,9 +13,12 @@ PASSTHROUGH_MODULES = (
     "config",  # pydantic models of the agent spec, no I/O
     # Our types and pure helpers. Not the whole `workflows` package: a module passed through
     # is the worker's own copy, where the sandbox checks nothing, so the modules holding
-    # workflow logic (agent_task, approvals, agent_budget, retention) must stay out.
+    # workflow logic (agent_task and its parts, approvals, agent_budget, retention) must
+    # stay out.
     "workflows.types",
     "workflows.tool_catalog",
+    "workflows.tool_catalog_v1",  # the frozen native specs of older tasks
+    "workflows.prompts",
     "workflows.policy",
     "workflows.budget",
     "workflows.budget_ledger",

@@ -21,6 +21,7 @@ from rich.console import Console
 
 from activities.store.agents import apply_agent, list_agents
 from activities.store.db import apply_migrations_async, close_pools, get_pool
+from activities.tools.catalog import tool_permissions
 from config.loader import EXAMPLES_DIR, load_agent_file
 from config.settings import Settings, write_stack_file
 from surfaces.app import create_app
@@ -79,7 +80,9 @@ async def apply_examples_on_first_run(database_url: str) -> list[str]:
         return []
     applied = []
     for path in await asyncio.to_thread(lambda: sorted(Path(EXAMPLES_DIR).glob("*.yaml"))):
-        stored, _ = await apply_agent(pool, load_agent_file(path), source=str(path), applied_by="openloop up")
+        stored, _ = await apply_agent(
+            pool, load_agent_file(path, tools=tool_permissions()), source=str(path), applied_by="openloop up"
+        )
         applied.append(stored.name)
     return applied
 

@@ -1,13 +1,14 @@
 """AgentTaskWorkflow: one agent task, from request to reply, durable across crashes and waits.
 
-The loop: check ceilings -> model activity -> for each tool call: validate, check
-permissions, ask for approval if the config says so (a signal, waited on for days if need
-be), run the tool activity -> repeat until the model answers without tools -> reply.
-A step whose calls are all read-only local tools needing no approval runs them inside the
-next model call instead: one round trip per step.
+The story: say on the surface that the task started, recall memory, then step — check the
+ceilings, ask the model, run the tools it asks for (each validated, permitted, bounded and,
+where the config says so, approved by a person) — until the model answers without tools;
+then post the answer and say how the task ended.
 
-Deterministic: no I/O, no clocks but workflow.now(). The transcript lives in Postgres and
-only references and small results ride in history, so history grows linearly with steps.
+The work is done by small parts this class composes: the task record (steps, decisions,
+status), the usage meter (ceilings, grants, charges), the conversation (where the task
+stands in its stored transcript), the approval gate, the tool runner, the model caller and
+the waits on people. Workflow code: deterministic, no I/O, no clocks but workflow.now().
 """
 
 from __future__ import annotations
@@ -15,20 +16,20 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-
-# Workflow logic: imported inside the sandbox, so it is checked like this module.
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import budget, policy, search
-    from workflows.activity_options import (
-        LOCAL_OPTIONS,
-    )
+    from workflows import policy, prompts, search
+    from workflows.activity_options import LOCAL_OPTIONS
     from workflows.outcomes import next_action, status_line
+    from workflows.tool_catalog import ToolSet
+    from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
     from workflows.types import (
         WORKFLOW_NAME,
         ActivityName,
         ApprovalDecision,
         BudgetExtension,
+        BudgetUsage,
         CancelRequest,
         CarriedState,
         ChatMessage,
@@ -43,17 +44,54 @@ with workflow.unsafe.imports_passed_through():
         UserMessage,
     )
 
-from workflows.task_state import TaskStop
-from workflows.task_steps import TaskSteps
+# Workflow logic, checked by the sandbox like this module.
+from workflows.approvals import ApprovalGate
+from workflows.conversation import Conversation
+from workflows.human_waits import HumanWaits
+from workflows.model_caller import ModelCaller
+from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
+from workflows.tool_runner import ToolRunner
+from workflows.usage_meter import UsageMeter
 
 MAX_CONTINUATIONS = 3  # a reply cut off by the output limit is continued this many times
+STATUS_AFTER_REPLY = "status-after-reply"  # workflow.patched id
+CONTINUE = "Continue exactly where you stopped."
 
 
 @workflow.defn(name=WORKFLOW_NAME)
-class AgentTaskWorkflow(TaskSteps):
+class AgentTaskWorkflow:
     @workflow.init
     def __init__(self, inp: TaskInput) -> None:
-        super().__init__(inp)
+        carried = inp.carried or CarriedState(0, 0, BudgetUsage(), "", [], [], [], [])
+        self.inp = inp
+        self.agent = inp.agent
+        self.started_at_iso = carried.started_at_iso
+        self.runs = carried.runs
+        self.continuations = carried.continuations
+        self.reply = ""
+        self.cancellation = Cancellation()
+        self.record = TaskRecord(carried.step, list(carried.decisions))
+        self.meter = UsageMeter(inp.agent, carried.usage)
+        self.conversation = Conversation(
+            carried.transcript_upto, carried.summary_upto, list(carried.pending_messages)
+        )
+        self.gate = ApprovalGate(inp, set(carried.used_request_ids))
+        # The specs the task started with; tasks started before specs rode in the input
+        # keep the native tools as they were then.
+        specs = inp.tools if inp.tools is not None else list(LEGACY_NATIVE_SPECS)
+        self.tools = ToolRunner(
+            inp,
+            ToolSet(specs),
+            self.record,
+            self.meter,
+            self.conversation,
+            self.gate,
+            self.cancellation,
+            list(carried.progress_signatures),
+            list(carried.folded_tools),
+        )
+        self.waits = HumanWaits(inp, self.record, self.meter, self.conversation, self.cancellation)
+        self.model = ModelCaller(inp, self.record, self.meter, self.conversation, self.tools, self.waits)
 
     # Signals and queries -----------------------------------------------------------------
 
@@ -67,22 +105,20 @@ class AgentTaskWorkflow(TaskSteps):
 
     @workflow.signal
     def user_message(self, message: UserMessage) -> None:
-        self.pending.append(ChatMessage(role="user", content=f"{message.user}: {message.text}"))
-        self._record("message", f"{message.user} added: {message.text[:120]}", actor=message.user)
+        self.conversation.add("user", f"{message.user}: {message.text}")
+        self.record.record("message", f"{message.user} added: {message.text[:120]}", actor=message.user)
 
     @workflow.signal
     def cancel(self, request: CancelRequest) -> None:
-        self.cancel_request = request
+        self.cancellation.request = request
 
     @workflow.signal
     def extend_budget(self, extension: BudgetExtension) -> None:
         if not policy.may_approve(self.agent, extension.by):
-            self._record("refused", f"budget extension by {extension.by} ignored: not an approver")
+            self.record.record("refused", f"budget extension by {extension.by} ignored: not an approver")
             return
-        self.usage.extra_usd += max(0.0, extension.usd)
-        self.usage.extra_tokens += max(0, extension.tokens)
-        self.usage.extra_iterations += max(0, extension.iterations)
-        self._record(
+        self.meter.extend(extension)
+        self.record.record(
             "message",
             f"{extension.by} extended the budget by ${extension.usd:.2f}, "
             f"{extension.tokens} tokens, {extension.iterations} iterations",
@@ -91,28 +127,28 @@ class AgentTaskWorkflow(TaskSteps):
 
     @workflow.query
     def status(self) -> TaskStatusView:
-        ceilings = budget.Ceilings.for_agent(self.agent, self.usage)
         return TaskStatusView(
             task_id=self.inp.task_id,
             agent=self.agent.name,
-            status=self.task_status,
-            step=self.step,
-            last_action=self.last_action,
-            usage=self.usage,
-            limits=ceilings.as_dict(),
+            status=self.record.status,
+            step=self.record.step,
+            last_action=self.record.last_action,
+            usage=self.meter.usage,
+            limits=self.meter.ceilings.as_dict(),
             pending_approval=self.gate.pending,
             reply=self.reply,
         )
 
     @workflow.query
     def explain(self) -> Explanation:
+        status = self.record.status
         return Explanation(
             task_id=self.inp.task_id,
-            status=self.task_status,
-            reason=self.decisions[-1] if self.decisions else "",
-            next_action=next_action(self.task_status, self.inp.task_id) if self.task_status.finished else "",
-            steps=list(self.steps),
-            decisions=list(self.decisions),
+            status=status,
+            reason=self.record.decisions[-1] if self.record.decisions else "",
+            next_action=next_action(status, self.inp.task_id) if status.finished else "",
+            steps=list(self.record.steps),
+            decisions=list(self.record.decisions),
         )
 
     # The task ----------------------------------------------------------------------------
@@ -121,15 +157,17 @@ class AgentTaskWorkflow(TaskSteps):
     async def run(self, inp: TaskInput) -> TaskResult:
         if not self.started_at_iso:
             self.started_at_iso = workflow.now().isoformat()
-            self._decide(f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}")
+            self.record.decide(
+                f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}"
+            )
             await self._begin()
         try:
-            status, reason = await self._loop()
+            status, reason = await self._steps()
         except TaskStop as stop:
             status, reason = stop.status, stop.reason
         except asyncio.CancelledError:
-            status, reason = TaskStatus.CANCELLED, "cancelled from Temporal"
-            await asyncio.shield(self._finish_cancelled())
+            self.record.set_status(TaskStatus.CANCELLED)
+            await asyncio.shield(self.gate.close("cancelled"))
             raise
         return await self._finish(status, reason)
 
@@ -141,77 +179,93 @@ class AgentTaskWorkflow(TaskSteps):
             PostReplyInput(self.inp.task_id, self.inp.context, "", TaskStatus.RUNNING, 0),
             **LOCAL_OPTIONS,
         )
+        scope = self.tools.memory
         memories = await workflow.execute_local_activity(
             ActivityName.RECALL,
-            RecallInput(
-                self._memory_scope(),
-                self.inp.request,
-                self.agent.spec.memory.recall_k,
-                self.inp.task_id,
-            ),
+            RecallInput(scope, self.inp.request, self.agent.spec.memory.recall_k, self.inp.task_id),
             result_type=RecallResult,
             **LOCAL_OPTIONS,
         )
-        recalled = "\n".join(f"- {item.content}" for item in memories.items)
-        self._record("recall", f"recalled {len(memories.items)} memories")
-        context = self.inp.context
-        system = (
-            f"{self.agent.spec.instructions.strip()}\n\n"
-            f"You are the agent '{self.agent.name}' answering {context.user} on {context.surface}"
-            f" in {context.channel}." + (f"\n\nWhat you remember here:\n{recalled}" if recalled else "")
-        )
-        self.pending = [
-            ChatMessage(role="system", content=system),
-            ChatMessage(role="user", content=self.inp.request),
-            *self.pending,
-        ]
+        self.record.record("recall", f"recalled {len(memories.items)} memories")
+        first = [ChatMessage("system", prompts.system_prompt(self.agent, self.inp.context))]
+        if memories.items:
+            first.append(ChatMessage("user", prompts.recalled_memories(memories.items, scope.scope)))
+        first.append(ChatMessage("user", self.inp.request))
+        self.conversation.pending[:0] = first
 
-    async def _loop(self) -> tuple[TaskStatus, str]:
+    async def _steps(self) -> tuple[TaskStatus, str]:
         invalid_in_a_row = 0
         steps_this_run = 0
         while True:
-            self._check_cancelled()
+            self.cancellation.check()
             if steps_this_run >= self.inp.max_steps_per_run or workflow.info().is_continue_as_new_suggested():
                 await self._continue_as_new()
-            await self._enforce_ceilings()
-            result = await self._call_model()
+            await self._check_ceilings()
+            result = await self.model.ask_step()
             steps_this_run += 1
             if result.finish_reason == "length" and not result.tool_calls:
                 if self.continuations < MAX_CONTINUATIONS:
                     self.continuations += 1
                     self.reply += result.text
-                    self.pending.append(ChatMessage("user", "Continue exactly where you stopped."))
+                    self.conversation.add("user", CONTINUE)
                     continue
             self.continuations = 0
             if not result.tool_calls:
                 self.reply += result.text
-                if self._asks_user(result.text) and await self._await_follow_up(result.text):
+                if result.text.rstrip().endswith("?") and await self.waits.answer_to(result.text):
+                    self.reply = ""
                     continue
                 return TaskStatus.SUCCESS, "answered"
-            if self._fold_tool_calls(result.tool_calls):
+            if self.tools.fold(result.tool_calls):
                 invalid_in_a_row = 0
                 continue
-            for call in result.tool_calls:
-                outcome = await self._handle_tool_call(call)
+            for position, call in enumerate(result.tool_calls):
+                outcome = await self.tools.handle(call, position)
                 invalid_in_a_row = invalid_in_a_row + 1 if outcome == "invalid" else 0
                 if invalid_in_a_row >= policy.MAX_INVALID_TOOL_CALLS_IN_A_ROW:
                     raise TaskStop(
-                        TaskStatus.ERROR,
-                        f"the model made {invalid_in_a_row} invalid tool calls in a row",
+                        TaskStatus.ERROR, f"the model made {invalid_in_a_row} invalid tool calls in a row"
                     )
-            self._check_progress()
+            self.tools.check_progress()
+
+    async def _check_ceilings(self) -> None:
+        hit = self.meter.check(self.started_at_iso)
+        if hit is None:
+            return
+        self.record.decide(f"ceiling reached ({hit.ceiling}): {hit.reason}")
+        if hit.ceiling == "iterations" and not self.reply:
+            # Iterations ran out mid-task: one last call without tools writes a summary.
+            self.conversation.add(
+                "user",
+                "You have no steps left. Without tools, summarise what you did, what you found "
+                "and what is left to do.",
+            )
+            self.reply = (await self.model.ask_final()).text
+        if not hit.resumable:
+            raise TaskStop(hit.status, hit.reason)
+        await self.waits.budget_extension(hit)
 
     # Ending --------------------------------------------------------------------------------
 
     async def _finish(self, status: TaskStatus, reason: str) -> TaskResult:
         await self.gate.close("cancelled" if status == TaskStatus.CANCELLED else "expired")
-        self._set_status(status)
-        self._decide(f"stopped: {status.value}: {reason}")
         text = self.reply.strip()
         if status != TaskStatus.SUCCESS:
             text = (text + "\n\n" if text else "") + status_line(status, reason)
-        await self._post(text or "(no answer)", status)
-        workflow.upsert_search_attributes([search.COST_USD.value_set(round(self.usage.cost_usd, 6))])
+        if workflow.patched(STATUS_AFTER_REPLY):
+            # The status says how the task ended only once its answer is out.
+            self.record.decide(f"stopped: {status.value}: {reason}")
+            try:
+                await self.waits.post(text or "(no answer)", status)
+            except ActivityError as err:
+                status, reason = TaskStatus.ERROR, f"the answer could not be posted: {failure_reason(err)}"
+                self.record.decide(f"stopped: {status.value}: {reason}")
+            self.record.set_status(status)
+        else:
+            self.record.set_status(status)
+            self.record.decide(f"stopped: {status.value}: {reason}")
+            await self.waits.post(text or "(no answer)", status)
+        workflow.upsert_search_attributes([search.COST_USD.value_set(round(self.meter.usage.cost_usd, 6))])
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TaskResult(
             task_id=self.inp.task_id,
@@ -219,30 +273,26 @@ class AgentTaskWorkflow(TaskSteps):
             reason=reason,
             next_action=next_action(status, self.inp.task_id),
             reply=text,
-            usage=self.usage,
-            steps=self.step,
+            usage=self.meter.usage,
+            steps=self.record.step,
         )
-
-    async def _finish_cancelled(self) -> None:
-        self._set_status(TaskStatus.CANCELLED)
-        await self.gate.close("cancelled")
 
     async def _continue_as_new(self) -> None:
         await workflow.wait_condition(workflow.all_handlers_finished)
-        self._decide(f"continuing as new after step {self.step} (run {self.runs + 1})")
+        self.record.decide(f"continuing as new after step {self.record.step} (run {self.runs + 1})")
         carried = CarriedState(
-            step=self.step,
-            transcript_upto=self.transcript_upto,
-            usage=self.usage,
+            step=self.record.step,
+            transcript_upto=self.conversation.upto,
+            usage=self.meter.usage,
             started_at_iso=self.started_at_iso,
-            decisions=self.decisions[-50:],
-            pending_messages=self.pending,
-            progress_signatures=self.signatures[-10:],
+            decisions=self.record.decisions[-50:],
+            pending_messages=self.conversation.pending,
+            progress_signatures=self.tools.signatures[-10:],
             used_request_ids=sorted(self.gate.used_request_ids),
-            summary_upto=self.summary_upto,
+            summary_upto=self.conversation.summary_upto,
             continuations=self.continuations,
             runs=self.runs + 1,
-            folded_tools=self.folded,
+            folded_tools=self.tools.folded,
         )
         workflow.continue_as_new(
             TaskInput(
@@ -255,5 +305,6 @@ class AgentTaskWorkflow(TaskSteps):
                 carried=carried,
                 max_steps_per_run=self.inp.max_steps_per_run,
                 follow_up_seconds=self.inp.follow_up_seconds,
+                tools=self.inp.tools,
             )
         )

@@ -12,7 +12,8 @@ from typing import Any
 import jsonschema
 
 from config.agent import AgentConfig
-from workflows.tool_catalog import NATIVE_TOOLS, ToolDefinition
+from workflows.tool_catalog import ToolSpec, WriteBound
+from workflows.types import MemoryScopeRef, SurfaceContext
 
 MAX_INVALID_TOOL_CALLS_IN_A_ROW = 3
 
@@ -26,15 +27,16 @@ def action_id(tool: str, arguments: dict[str, Any]) -> str:
 @dataclass(frozen=True)
 class ToolCheck:
     allowed: bool
-    definition: ToolDefinition | None
+    definition: ToolSpec | None
     arguments: dict[str, Any]
     problem: str = ""  # told to the model when not allowed or invalid
     kind: str = ""  # invalid | not_allowed | unknown
 
 
-def check_tool_call(agent: AgentConfig, name: str, raw_arguments: str) -> ToolCheck:
-    """Parse and validate a model's tool call against the catalog and the agent's config."""
-    definition = NATIVE_TOOLS.get(name)
+def check_tool_call(
+    agent: AgentConfig, definition: ToolSpec | None, name: str, raw_arguments: str
+) -> ToolCheck:
+    """Parse and validate a model's tool call against its spec and the agent's config."""
     granted = agent.spec.tool(name)
     if definition is None:
         known = ", ".join(t.name for t in agent.spec.tools) or "none"
@@ -90,3 +92,60 @@ def repeats_at_end(signatures: list[str]) -> int:
             break
         count += 1
     return count
+
+
+def check_write_target(agent: AgentConfig, check: ToolCheck, context: SurfaceContext) -> ToolCheck:
+    """A writing tool acts only where the agent is bound: the tool's `limit_to` when it has one
+    (config validation keeps it within the agent's surface), else the surface's channels or
+    repositories."""
+    spec = check.definition
+    if spec is None or spec.bound_by is None or spec.bound_argument is None:
+        return check
+    target = check.arguments.get(spec.bound_argument)
+    if target is None:  # the tool's default: the task's own channel or thread
+        return check
+    grant = agent.spec.tool(spec.name)
+    allowed = (
+        list(grant.limit_to) if grant is not None and grant.limit_to else bound_targets(agent, spec.bound_by)
+    )
+    if str(target) in allowed:
+        return check
+    where = ", ".join(allowed) or "none"
+    problem = (
+        f"{spec.name} may not act on {target!r}: this agent may only write to its own "
+        f"{'channels' if spec.bound_by == WriteBound.SLACK_CHANNELS else 'repositories'} ({where})"
+    )
+    return ToolCheck(False, spec, check.arguments, problem, "not_allowed")
+
+
+def bound_targets(agent: AgentConfig, bound_by: WriteBound) -> list[str]:
+    surfaces = agent.spec.surfaces
+    if bound_by == WriteBound.SLACK_CHANNELS:
+        return list(surfaces.slack.channels) if surfaces.slack else []
+    return list(surfaces.github.repos) if surfaces.github else []
+
+
+def call_key(position: int, tool: str, arguments: dict[str, Any] | str) -> str:
+    """Names one call of a step in keys and request ids: its arguments' hash and its position
+    in the model's answer, never the provider's call id (repeated or empty from some)."""
+    canonical = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True)
+    digest = hashlib.sha256(f"{tool}\n{canonical}".encode()).hexdigest()[:8]
+    return f"{digest}-{position:03d}"
+
+
+def memory_scope(agent: AgentConfig, context: SurfaceContext) -> MemoryScopeRef:
+    """The one memory scope a task reads and writes, as the agent's spec says."""
+    memory = agent.spec.memory
+    key = {
+        "channel": f"{context.surface}:{context.channel}",
+        "agent": agent.name,
+        "workspace": agent.workspace,
+    }[memory.scope.value]
+    return MemoryScopeRef(
+        workspace=agent.workspace,
+        agent=agent.name,
+        scope=memory.scope.value,
+        scope_key=key,
+        embedding=memory.embedding,
+        retention_days=memory.retention_days,
+    )

@@ -1,140 +1,84 @@
-"""The native tools an agent may be given: name, description, JSON schema, permission scope.
+"""The tool catalog's pure side: what a tool is (`ToolSpec`) and the set a task runs with.
 
-Pure data, so the workflow can validate arguments and check permissions without I/O; the
-handlers that run them live in `activities/tools/`. A tool's name and schema are permanent
-once released (they are in recorded histories and in agents' YAML).
+Every tool an agent can call — native, MCP, skill, delegation, coding — is a `ToolSpec`:
+name, description, canonical JSON schema with its sha256, permission, reads or writes,
+where it runs, and which of the agent's bindings limit its writes. Specs are plain data:
+a task is started with the specs of its agent's tools and keeps them in its input, so its
+tool list never changes under it; the workflow checks calls against them without I/O.
+Native tools are declared (arguments model, metadata, handler) in `activities/tools/`.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 
+class ToolRuns(StrEnum):
+    """Where a tool's call runs."""
+
+    # Fast calls to our own database: a local activity, no server round trip; a local one
+    # that only reads runs inside the next model call when it needs no approval.
+    LOCAL = "local"
+    REMOTE = "remote"  # calls to outside services, which can be slow or rate limited
+    WORKSPACE = "workspace"  # on the worker that holds the task's workspace
+    CHILD = "child"  # a child workflow (a subagent)
+
+
+class WriteBound(StrEnum):
+    """The agent binding that limits where a writing tool may act."""
+
+    SLACK_CHANNELS = "slack_channels"  # spec.surfaces.slack.channels
+    GITHUB_REPOS = "github_repos"  # spec.surfaces.github.repos
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def schema_sha256(parameters: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(parameters).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
-class ToolDefinition:
-    name: str
+class ToolSpec:
+    name: str  # `family.tool`, e.g. github.create_issue (MCP: server.tool)
     description: str
-    parameters: dict[str, Any]
+    parameters: dict[str, Any]  # JSON schema of the arguments
     permission: str  # the scope an agent's spec.tools[].permissions must grant
     writes: bool  # side-effecting: runs with an idempotency key
-    # Fast calls to our own database run as local activities: no extra round trip through
-    # the server; a local one that only reads runs inside the next model call when it needs
-    # no approval. Calls to outside services (which can be slow or rate limited) stay remote.
-    local: bool = False
+    runs: ToolRuns = ToolRuns.REMOTE
+    # The argument naming where a write lands, and the binding that must contain it.
+    bound_argument: str | None = None
+    bound_by: WriteBound | None = None
+    source: str = "native"  # native | mcp:SERVER | skill | ...
+    sha256: str = ""  # of the canonical schema; filled in when empty
+
+    def __post_init__(self) -> None:
+        if not self.sha256:
+            object.__setattr__(self, "sha256", schema_sha256(self.parameters))
+
+    @property
+    def local(self) -> bool:
+        return self.runs == ToolRuns.LOCAL
+
+    @property
+    def model_name(self) -> str:
+        return model_tool_name(self.name)
 
     def openai_schema(self) -> dict[str, Any]:
         """The tool as a model sees it (OpenAI function-calling format, used by LiteLLM)."""
         return {
             "type": "function",
             "function": {
-                "name": self.name.replace(".", "__"),
+                "name": self.model_name,
                 "description": self.description,
                 "parameters": self.parameters,
             },
         }
-
-
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": required,
-        "additionalProperties": False,
-    }
-
-
-_STR = {"type": "string", "minLength": 1}
-_INT = {"type": "integer", "minimum": 1}
-
-NATIVE_TOOLS: dict[str, ToolDefinition] = {
-    tool.name: tool
-    for tool in (
-        ToolDefinition(
-            "memory.search",
-            "Search this agent's memory (scoped to the channel or agent) for earlier decisions.",
-            _object({"query": _STR, "k": {"type": "integer", "minimum": 1, "maximum": 20}}, ["query"]),
-            "memory:read",
-            writes=False,
-            local=True,
-        ),
-        ToolDefinition(
-            "memory.save",
-            "Save a decision or fact to memory so later tasks can recall it.",
-            _object({"content": _STR}, ["content"]),
-            "memory:write",
-            writes=True,
-            local=True,
-        ),
-        ToolDefinition(
-            "slack.read_thread",
-            "Read every message of the current Slack thread, with user names.",
-            _object({"channel": _STR, "thread_ts": _STR}, []),
-            "channels:history",
-            writes=False,
-        ),
-        ToolDefinition(
-            "slack.post_message",
-            "Post a message to a Slack channel or thread.",
-            _object({"channel": _STR, "text": _STR, "thread_ts": _STR}, ["text"]),
-            "chat:write",
-            writes=True,
-        ),
-        ToolDefinition(
-            "github.create_issue",
-            "Open a GitHub issue in a repository.",
-            _object(
-                {
-                    "repo": _STR,
-                    "title": _STR,
-                    "body": {"type": "string"},
-                    "labels": {"type": "array", "items": _STR},
-                },
-                ["repo", "title"],
-            ),
-            "issues:write",
-            writes=True,
-        ),
-        ToolDefinition(
-            "github.comment",
-            "Comment on a GitHub issue or pull request.",
-            _object({"repo": _STR, "number": _INT, "body": _STR}, ["repo", "number", "body"]),
-            "issues:write",
-            writes=True,
-        ),
-        ToolDefinition(
-            "github.get_issue",
-            "Read a GitHub issue or pull request with its latest comments.",
-            _object({"repo": _STR, "number": _INT}, ["repo", "number"]),
-            "issues:read",
-            writes=False,
-        ),
-        ToolDefinition(
-            "github.search_issues",
-            "Search issues in a repository (GitHub search syntax).",
-            _object({"repo": _STR, "query": _STR}, ["repo", "query"]),
-            "issues:read",
-            writes=False,
-        ),
-        ToolDefinition(
-            "github.list_failed_runs",
-            "List recent failed workflow runs of a repository, optionally for one branch.",
-            _object({"repo": _STR, "branch": _STR}, ["repo"]),
-            "actions:read",
-            writes=False,
-        ),
-        ToolDefinition(
-            "github.get_job_log",
-            "Read the tail of a workflow job's log (bounded).",
-            _object(
-                {"repo": _STR, "job_id": _INT, "tail_lines": {"type": "integer", "minimum": 1}},
-                ["repo", "job_id"],
-            ),
-            "actions:read",
-            writes=False,
-        ),
-    )
-}
 
 
 def model_tool_name(name: str) -> str:
@@ -144,3 +88,18 @@ def model_tool_name(name: str) -> str:
 
 def catalog_tool_name(model_name: str) -> str:
     return model_name.replace("__", ".")
+
+
+class ToolSet:
+    """The specs one task runs with, by name."""
+
+    def __init__(self, specs: list[ToolSpec]) -> None:
+        self.specs = list(specs)
+        self._by_name = {spec.name: spec for spec in specs}
+
+    def get(self, name: str) -> ToolSpec | None:
+        return self._by_name.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        return [spec.name for spec in self.specs]

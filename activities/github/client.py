@@ -30,7 +30,7 @@ import requests
 from github import Auth, Github, GithubException, GithubIntegration
 from temporalio.exceptions import ApplicationError
 
-from activities.tools.registry import ToolError
+from activities.tools.native import ToolError
 from config.settings import Settings
 from workflows.errors import ErrorType
 

@@ -28,7 +28,7 @@ from activities.github.client import bounded, github_call, with_marker
 from activities.github.once import Written, comment_once, create_issue_once, edit_comment, fetch_row
 from activities.runtime import Runtime
 from activities.store.agents import agent_for_github_repo
-from activities.tools.registry import ToolError
+from activities.tools.native import ToolError
 from workflows.types import (
     ApprovalRequest,
     PostApprovalRequestInput,

@@ -46,7 +46,9 @@ async def ask_with_fallbacks(
         raise retryable[0]
     if failures:
         raise failures[0]
-    raise ApplicationError("the model policy names no model", type="ModelBadRequest", non_retryable=True)
+    raise ApplicationError(
+        "the model policy names no model", type=ErrorType.MODEL_BAD_REQUEST, non_retryable=True
+    )
 
 
 async def ask(

@@ -23,6 +23,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from config.agent import OFFLINE_EMBEDDING
+from workflows.errors import ErrorType
 
 OFFLINE_DIMS = 256
 EMBEDDING_TIMEOUT_SECONDS = 30.0
@@ -101,7 +102,7 @@ async def _litellm_embed(model: str, texts: list[str]) -> Embeddings:
     if len(vectors) != len(texts) or not vectors or not vectors[0]:
         raise ApplicationError(
             f"embedding model {model!r} returned {len(vectors)} vectors for {len(texts)} texts",
-            type="EmbeddingShape",
+            type=ErrorType.EMBEDDING_SHAPE,
         )
     dims = len(vectors[0])
     if any(len(v) != dims for v in vectors):

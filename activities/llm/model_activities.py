@@ -23,6 +23,7 @@ from temporalio import activity
 from activities.llm.ask import ask_with_fallbacks
 from activities.llm.transcript_step import PreparedCall, prepare_call, record_answer
 from activities.runtime import runtime
+from activities.tools.catalog import model_tools
 from workflows.types import ActivityName, ModelCallInput, ModelCallResult
 
 __all__ = ["HEARTBEAT_EVERY_SECONDS", "PreparedCall", "call_model", "prepare_call", "record_answer"]
@@ -52,12 +53,6 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
 def model_tool_schemas(names: list[str]) -> list[dict[str, Any]]:
     """The tools the model is offered, in the provider's (OpenAI) format; unknown names are
     left out. The one place that reads the tool catalog for the model."""
-    try:  # the native tools' declarations are moving to activities.tools.catalog
-        from activities.tools.catalog import model_tools
-    except ImportError:
-        from workflows.tool_catalog import NATIVE_TOOLS  # type: ignore[attr-defined,unused-ignore]
-
-        return [NATIVE_TOOLS[name].openai_schema() for name in names if name in NATIVE_TOOLS]
     return [dict(schema) for schema in model_tools(names)]
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from workflows.errors import ErrorType
 from workflows.types import ModelCallResult, ModelUsage, ToolCall
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -138,31 +139,31 @@ def classify_error(model: str, exc: Exception) -> ApplicationError:
         return ApplicationError(
             f"{model}: the provider rejected the credentials; check {key_variable(model)} "
             "in the worker's environment",
-            type="ModelAuthError",
+            type=ErrorType.MODEL_AUTH_ERROR,
             non_retryable=True,
         )
     if isinstance(exc, litellm.NotFoundError) or status == 404:
         return ApplicationError(
             f"{model}: model not found at the provider; check spec.model_policy",
-            type="ModelNotFound",
+            type=ErrorType.MODEL_NOT_FOUND,
             non_retryable=True,
         )
     if isinstance(exc, litellm.RateLimitError) or status == 429:
         delay = _retry_after(exc)
         return ApplicationError(
             f"{model}: rate limited by the provider",
-            type="ModelRateLimited",
+            type=ErrorType.MODEL_RATE_LIMITED,
             next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
         )
     if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
         return ApplicationError(
             f"{model}: the provider refused the request as invalid ({name})",
-            type="ModelBadRequest",
+            type=ErrorType.MODEL_BAD_REQUEST,
             non_retryable=True,
         )
     delay = _retry_after(exc)
     return ApplicationError(
         f"{model}: provider unavailable ({name}{f' {status}' if status else ''})",
-        type="ModelUnavailable",
+        type=ErrorType.MODEL_UNAVAILABLE,
         next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
     )

@@ -170,7 +170,7 @@ class _Probe:
     def _exact_query(self, condition: str = "") -> sql.Composed:
         # Uncast `embedding` does not match the HNSW index expression, so this is exact.
         return sql.SQL(
-            "SELECT id, content, created_at, embedding <=> %(vec)s::vector AS distance"
+            "SELECT id, content, created_at, source_task_id, embedding <=> %(vec)s::vector AS distance"
             " FROM memories WHERE {}{} ORDER BY distance LIMIT %(limit)s"
         ).format(self._where(), sql.SQL(condition))
 
@@ -199,8 +199,9 @@ class _Probe:
 
     async def approximate(self, cur: Any, wanted: int, ef: int) -> list[dict[str, Any]]:
         query = sql.SQL(
-            "SELECT id, content, created_at, (embedding::vector({dims})) <=> %(vec)s::vector({dims})"
-            " AS distance FROM memories WHERE {where} ORDER BY distance LIMIT %(limit)s"
+            "SELECT id, content, created_at, source_task_id,"
+            " (embedding::vector({dims})) <=> %(vec)s::vector({dims}) AS distance"
+            " FROM memories WHERE {where} ORDER BY distance LIMIT %(limit)s"
         ).format(dims=sql.Literal(self.dims), where=self._where())
         scans = 0
         while True:
@@ -290,6 +291,7 @@ def rank(rows: list[dict[str, Any]], k: int, now: datetime) -> list[MemoryItem]:
             content=str(row["content"]),
             created_at_iso=row["created_at"].isoformat(),
             score=round(score, 6),
+            source_task_id=str(row.get("source_task_id") or ""),
         )
         for score, row in scored[:k]
     ]

@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from psycopg import AsyncConnection
+from pydantic import Field
 
 from activities.llm.embeddings import Embeddings, is_offline
 from activities.runtime import Runtime
 from activities.store import ledger
 from activities.store.memory import MAX_CONTENT_CHARS, remember_with_usage, saved_text, search_with_usage
-from activities.tools.registry import ToolError, handler
-from activities.tools.tool_activities import tool_audit
+from activities.tools.native import NonEmpty, ToolArgs, ToolError, native_tool, tool_audit
+from workflows.tool_catalog import ToolRuns
 from workflows.types import ToolCallInput, ToolCallResult
 
 DEFAULT_K = 5
@@ -25,9 +26,25 @@ MAX_K = 20
 SNIPPET_CHARS = 300
 
 
-@handler("memory.save")
-async def save(inp: ToolCallInput, rt: Runtime) -> str:
-    content = str(inp.arguments.get("content") or "").strip()
+class SaveArgs(ToolArgs):
+    content: NonEmpty
+
+
+class SearchArgs(ToolArgs):
+    query: NonEmpty
+    k: int = Field(default=DEFAULT_K, ge=1, le=MAX_K)
+
+
+@native_tool(
+    "memory.save",
+    SaveArgs,
+    "Save a decision or fact to memory so later tasks can recall it.",
+    permission="memory:write",
+    writes=True,
+    runs=ToolRuns.LOCAL,
+)
+async def save(args: SaveArgs, inp: ToolCallInput, rt: Runtime) -> str:
+    content = args.content.strip()
     if not content:
         raise ToolError("invalid", "memory.save needs non-empty `content`")
     if len(content) > MAX_CONTENT_CHARS:
@@ -50,16 +67,19 @@ async def save(inp: ToolCallInput, rt: Runtime) -> str:
     return saved.output
 
 
-@handler("memory.search")
-async def search(inp: ToolCallInput, rt: Runtime) -> str:
-    query = str(inp.arguments.get("query") or "").strip()
+@native_tool(
+    "memory.search",
+    SearchArgs,
+    "Search this agent's memory (scoped to the channel or agent) for earlier decisions.",
+    permission="memory:read",
+    writes=False,
+    runs=ToolRuns.LOCAL,
+)
+async def search(args: SearchArgs, inp: ToolCallInput, rt: Runtime) -> str:
+    query = args.query.strip()
     if not query:
         raise ToolError("invalid", "memory.search needs a non-empty `query`")
-    try:
-        k = int(inp.arguments.get("k") or DEFAULT_K)  # type: ignore[call-overload]
-    except (TypeError, ValueError) as exc:
-        raise ToolError("invalid", "`k` must be a whole number from 1 to 20") from exc
-    k = max(1, min(k, MAX_K))
+    k = args.k
     pool = await rt.pool()
     try:
         items, emb = await search_with_usage(pool, inp.memory, query, k)

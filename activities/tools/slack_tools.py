@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -26,7 +27,8 @@ from activities.slack.client import (
     thread_messages,
 )
 from activities.slack.surface import APPROVAL_EVENT, PROGRESS_EVENT
-from activities.tools.registry import ToolError, handler
+from activities.tools.native import NonEmpty, ToolArgs, ToolError, native_tool
+from workflows.tool_catalog import WriteBound
 from workflows.types import ToolCallInput
 
 TOOL_POST_EVENT = "openloop_tool_post"
@@ -59,9 +61,15 @@ def _tool_error(exc: SlackApiError, doing: str) -> Exception:
     return ToolError(kind, f"Slack could not {doing}: {code}")
 
 
-def _string_arg(inp: ToolCallInput, name: str) -> str | None:
-    value = inp.arguments.get(name)
-    return str(value) if isinstance(value, str) and value else None
+class ReadThreadArgs(ToolArgs):
+    channel: NonEmpty | None = Field(default=None, description="defaults to the task's channel")
+    thread_ts: NonEmpty | None = Field(default=None, description="defaults to the task's thread")
+
+
+class PostMessageArgs(ToolArgs):
+    channel: NonEmpty | None = Field(default=None, description="defaults to the task's channel")
+    text: NonEmpty
+    thread_ts: NonEmpty | None = None
 
 
 async def _user_names(client: AsyncWebClient, messages: list[dict[str, Any]]) -> dict[str, str]:
@@ -92,11 +100,17 @@ def _author(message: dict[str, Any], names: dict[str, str]) -> str:
     return str(bot.get("name") or message.get("username") or message.get("bot_id") or "unknown")
 
 
-@handler("slack.read_thread")
-async def read_thread(inp: ToolCallInput, rt: Runtime) -> str:
+@native_tool(
+    "slack.read_thread",
+    ReadThreadArgs,
+    "Read every message of the current Slack thread, with user names.",
+    permission="channels:history",
+    writes=False,
+)
+async def read_thread(args: ReadThreadArgs, inp: ToolCallInput, rt: Runtime) -> str:
     own_slack = inp.context.surface == "slack"
-    channel = _string_arg(inp, "channel") or (inp.context.channel if own_slack else None)
-    thread = _string_arg(inp, "thread_ts") or (inp.context.thread if own_slack else None)
+    channel = args.channel or (inp.context.channel if own_slack else None)
+    thread = args.thread_ts or (inp.context.thread if own_slack else None)
     if not channel or not thread:
         raise ToolError("invalid", "give channel and thread_ts: this task did not start in a Slack thread")
     client = _client(rt)
@@ -114,16 +128,22 @@ async def read_thread(inp: ToolCallInput, rt: Runtime) -> str:
     return "\n".join([header, *lines])
 
 
-@handler("slack.post_message")
-async def post_message(inp: ToolCallInput, rt: Runtime) -> str:
-    text = _string_arg(inp, "text")
-    if text is None:
-        raise ToolError("invalid", "text is required")
+@native_tool(
+    "slack.post_message",
+    PostMessageArgs,
+    "Post a message to a Slack channel or thread.",
+    permission="chat:write",
+    writes=True,
+    bound_argument="channel",
+    bound_by=WriteBound.SLACK_CHANNELS,
+)
+async def post_message(args: PostMessageArgs, inp: ToolCallInput, rt: Runtime) -> str:
+    text = args.text
     own_slack = inp.context.surface == "slack"
-    channel = _string_arg(inp, "channel") or (inp.context.channel if own_slack else None)
+    channel = args.channel or (inp.context.channel if own_slack else None)
     if channel is None:
         raise ToolError("invalid", "channel is required: this task did not start in Slack")
-    thread = _string_arg(inp, "thread_ts")
+    thread = args.thread_ts
     if thread is None and own_slack and channel == inp.context.channel:
         thread = inp.context.thread  # "post here" means the task's own thread
     client = _client(rt)

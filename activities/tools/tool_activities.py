@@ -17,8 +17,10 @@ from temporalio.exceptions import ApplicationError
 
 from activities.runtime import Runtime, runtime
 from activities.store import ledger, transcript
-from activities.tools.registry import ToolError, get_handler
-from workflows.types import ActivityName, AuditEvent, ToolCallInput, ToolCallResult
+from activities.tools.catalog import native
+from activities.tools.native import ToolError, tool_audit
+from workflows.errors import ErrorType
+from workflows.types import ActivityName, ToolCallInput, ToolCallResult
 
 
 @activity.defn(name=ActivityName.RUN_TOOL)
@@ -32,15 +34,15 @@ async def run_tool(inp: ToolCallInput) -> ToolCallResult:
 
 async def execute_tool(inp: ToolCallInput, rt: Runtime) -> ToolCallResult:
     """Run the call's handler; its whole output, or the error the model should see."""
-    handler = get_handler(inp.tool)
-    if handler is None:
+    tool = native(inp.tool)
+    if tool is None:
         raise ApplicationError(
             f"no handler is registered for tool {inp.tool!r}",
-            type="ToolConfigError",
+            type=ErrorType.TOOL_CONFIG_ERROR,
             non_retryable=True,
         )
     try:
-        return ToolCallResult(ok=True, output=await handler(inp, rt))
+        return ToolCallResult(ok=True, output=await tool.run(inp, rt))
     except ToolError as err:
         return ToolCallResult(ok=False, output=f"Error ({err.kind}): {err}", error_kind=err.kind)
 
@@ -78,23 +80,4 @@ def record_tool_span_attributes(span: trace.Span, inp: ToolCallInput, result: To
             "openloop.tool.error_kind": result.error_kind or "",
             "openloop.tool.approved_by": inp.approval.approver if inp.approval else "",
         }
-    )
-
-
-def tool_audit(inp: ToolCallInput, result: ToolCallResult) -> AuditEvent:
-    """The audit row of one tool call; keyed by the call, so writing it again adds nothing.
-    A handler may write it itself, in the transaction of its own writes."""
-    return AuditEvent(
-        task_id=inp.task_id,
-        step=inp.step,
-        key=f"{inp.step}:{inp.call_id}:tool",
-        agent=inp.memory.agent,
-        workspace=inp.memory.workspace,
-        channel=inp.context.channel,
-        kind="tool_call",
-        actor=inp.requested_by,
-        tool=inp.tool,
-        arguments=inp.arguments,
-        outcome="ok" if result.ok else f"error:{result.error_kind}",
-        approver=inp.approval.approver if inp.approval else None,
     )

@@ -30,6 +30,7 @@ from activities.store.agents import (
     list_agents,
     list_versions,
 )
+from activities.tools.catalog import tool_permissions, unguarded_writes
 from config.agent import AgentConfig
 from config.loader import AgentConfigError, ConfigProblem, load_agent_documents
 from surfaces.cli.agent_views import show_json, show_yaml, surfaces_summary
@@ -77,7 +78,7 @@ def _load_all(files: list[Path]) -> tuple[list[tuple[Path, list[AgentConfig]]], 
     all_good = True
     for path in _expand(files):
         try:
-            configs = load_agent_documents(path)
+            configs = load_agent_documents(path, tools=tool_permissions())
         except AgentConfigError as exc:
             problems = exc.problems
             configs = []
@@ -104,6 +105,11 @@ def _load_all(files: list[Path]) -> tuple[list[tuple[Path, list[AgentConfig]]], 
             continue
         names = ", ".join(f"{c.name} ({c.workspace})" for c in configs)
         console.print(f"[green]✓[/green] {escape(str(path))}: OK: {escape(names)}", soft_wrap=True)
+        for config in configs:
+            for warning in unguarded_writes(config):
+                console.print(
+                    f"  [yellow]warning[/yellow] {escape(config.name)}: {escape(warning)}", soft_wrap=True
+                )
         loaded.append((path, configs))
     return loaded, all_good
 

@@ -17,7 +17,7 @@ from pydantic import SecretStr
 
 from activities.github import client as github_client
 from activities.runtime import Runtime
-from activities.tools.registry import get_handler
+from activities.tools.catalog import native
 from config.settings import Settings
 from workflows.types import MemoryScopeRef, SurfaceContext, ToolCallInput
 
@@ -39,7 +39,7 @@ async def test_create_issue_once_and_close_it(db_settings: Settings) -> None:
     api_url = os.environ.get("GITHUB_API_URL", "https://api.github.com")
     github_client.reset_clients()
     rt = Runtime(db_settings.model_copy(update={"github_token": SecretStr(token), "github_api_url": api_url}))
-    handler = get_handler("github.create_issue")
+    handler = native("github.create_issue").run
     assert handler is not None
     inp = ToolCallInput(
         task_id="task-e2e",

@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from activities.runtime import Runtime
 from activities.slack import surface as slack_surface
 from activities.slack.client import bot_client, thread_messages
-from activities.tools.registry import get_handler
+from activities.tools.catalog import native
 from config.settings import Settings
 from workflows.types import (
     ApprovalRequest,
@@ -106,8 +106,8 @@ async def test_a_task_thread_on_real_slack(rt: Runtime, thread: str) -> None:
         memory,
         "U_LIVE",
     )
-    post = get_handler("slack.post_message")
-    read = get_handler("slack.read_thread")
+    post = native("slack.post_message").run
+    read = native("slack.read_thread").run
     assert post is not None and read is not None
     for _ in range(2):
         await post(tool, rt)

@@ -24,7 +24,8 @@ from temporalio.exceptions import ApplicationError
 from activities.github import client as github_client
 from activities.github.client import marker
 from activities.runtime import Runtime
-from activities.tools.registry import ToolError, get_handler
+from activities.tools.catalog import native
+from activities.tools.native import ToolError
 from config.settings import Settings
 from tests.fakes.github_api import FakeGitHub
 from workflows.types import (
@@ -83,7 +84,7 @@ def call(tool: str, key: str | None = None, **arguments: object) -> ToolCallInpu
 
 
 async def run(inp: ToolCallInput, rt: Runtime) -> str:
-    handler = get_handler(inp.tool)
+    handler = native(inp.tool).run
     assert handler is not None, inp.tool
     return await handler(inp, rt)
 

@@ -20,8 +20,9 @@ from activities.llm.embeddings import embed
 from activities.llm.providers import API_BASE_ENV
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool
-from activities.store.memory import list_memories, recall, remember, search
+from activities.store.memory import list_memories, remember, search
 from activities.store.memory_search import hnsw_index_name
+from activities.store.store_activities import recall
 from activities.tools.tool_activities import run_tool
 from config.agent import OFFLINE_EMBEDDING, AgentConfig
 from config.settings import Settings

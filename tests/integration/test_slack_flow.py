@@ -29,7 +29,8 @@ from activities.runtime import Runtime
 from activities.slack import surface as slack_surface
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool
-from activities.tools.registry import ToolError, get_handler
+from activities.tools.catalog import native
+from activities.tools.native import ToolError
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.app import create_app
@@ -286,7 +287,7 @@ async def test_read_thread_reads_every_page_with_user_names(fake: FakeSlack) -> 
     for i in range(3):
         fake.add_message(CHANNEL, f"follow-up {i}", user="U_BOB", thread_ts=root)
     rt = Runtime(Settings(slack_bot_token=SecretStr(TOKEN), slack_api_url=fake.base_url))
-    handler = get_handler("slack.read_thread")
+    handler = native("slack.read_thread").run
     assert handler is not None
     output = await handler(tool_input(context(root, asking), "slack.read_thread"), rt)
     lines = output.split("\n")
@@ -302,7 +303,7 @@ async def test_read_thread_reads_every_page_with_user_names(fake: FakeSlack) -> 
 async def test_post_message_posts_once_per_idempotency_key(fake: FakeSlack, rt: Runtime) -> None:
     root, asking = thread_with_mention(fake)
     ctx = context(root, asking)
-    handler = get_handler("slack.post_message")
+    handler = native("slack.post_message").run
     assert handler is not None
     for _ in range(2):
         await handler(tool_input(ctx, "slack.post_message", text="**Shipped** 🎉"), rt)
@@ -316,7 +317,7 @@ async def test_post_message_posts_once_per_idempotency_key(fake: FakeSlack, rt: 
 
 async def test_tool_errors_the_model_can_act_on(fake: FakeSlack, rt: Runtime) -> None:
     root, asking = thread_with_mention(fake)
-    read = get_handler("slack.read_thread")
+    read = native("slack.read_thread").run
     assert read is not None
     with pytest.raises(ToolError) as not_found:
         await read(tool_input(context(root, asking), "slack.read_thread", thread_ts="1.000009"), rt)

@@ -27,9 +27,13 @@ from temporalio.worker import Worker
 import workflows.agent_budget
 import workflows.agent_task
 import workflows.approvals
+import workflows.conversation
+import workflows.human_waits
+import workflows.model_caller
 import workflows.retention
-import workflows.task_state
-import workflows.task_steps
+import workflows.task_record
+import workflows.tool_runner
+import workflows.usage_meter
 from workers.sandbox import workflow_runner
 
 
@@ -150,8 +154,12 @@ async def test_the_project_workflow_modules_run_inside_the_sandbox(
     # The worker process's own module objects; a sandboxed module is a fresh copy per run.
     sandboxed = [
         workflows.agent_task,
-        workflows.task_state,
-        workflows.task_steps,
+        workflows.task_record,
+        workflows.usage_meter,
+        workflows.conversation,
+        workflows.tool_runner,
+        workflows.model_caller,
+        workflows.human_waits,
         workflows.approvals,
         workflows.agent_budget,
         workflows.retention,

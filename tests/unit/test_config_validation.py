@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from config.agent import NATIVE_TOOL_NAMES, NATIVE_TOOL_PERMISSIONS, AgentConfig
+from activities.tools.catalog import NATIVE_TOOLS, tool_permissions
+from config.agent import AgentConfig
 from config.loader import (
     EXAMPLES_DIR,
     AgentConfigError,
@@ -15,7 +16,8 @@ from config.loader import (
     load_agent_file,
     parse_agent,
 )
-from workflows.tool_catalog import NATIVE_TOOLS
+
+TOOLS = tool_permissions()
 
 BASE = """\
 apiVersion: openloop.ai/v1alpha1
@@ -65,7 +67,7 @@ def problems_of(tmp_path: Path, text: str) -> tuple[Path, list[ConfigProblem]]:
     path = tmp_path / "agent.yaml"
     path.write_text(text)
     with pytest.raises(AgentConfigError) as info:
-        load_agent_documents(path)
+        load_agent_documents(path, tools=TOOLS)
     for problem in info.value.problems:
         assert problem.file == str(path)
     return path, info.value.problems
@@ -85,20 +87,25 @@ def mutate(old: str, new: str) -> str:
 def test_base_document_is_valid(tmp_path: Path) -> None:
     path = tmp_path / "ok.yaml"
     path.write_text(BASE)
-    (config,) = load_agent_documents(path)
+    (config,) = load_agent_documents(path, tools=TOOLS)
     assert config.name == "tester" and config.workspace == "qa"
-    assert load_agent_file(path) == config
+    assert load_agent_file(path, tools=TOOLS) == config
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES_DIR.glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_examples_validate(path: Path) -> None:
-    configs = load_agent_documents(path)
+    configs = load_agent_documents(path, tools=TOOLS)
     assert configs and all(isinstance(c, AgentConfig) for c in configs)
 
 
-def test_native_tool_names_match_the_catalog() -> None:
-    assert set(NATIVE_TOOL_NAMES) == set(NATIVE_TOOLS)
-    assert NATIVE_TOOL_PERMISSIONS == {n: t.permission for n, t in NATIVE_TOOLS.items()}
+def test_tool_names_are_checked_against_the_catalog_it_is_given(tmp_path: Path) -> None:
+    path = tmp_path / "unknown.yaml"
+    path.write_text(mutate("- name: memory.search", "- name: memory.serch"))
+    with pytest.raises(AgentConfigError, match="not a native tool"):
+        load_agent_documents(path, tools=TOOLS)
+    (read_back,) = load_agent_documents(path, tools=None)  # a stored agent is not re-checked
+    assert read_back.spec.tool("memory.serch") is not None
+    assert TOOLS == {name: tool.spec.permission for name, tool in NATIVE_TOOLS.items()}
 
 
 def test_unknown_key_names_line_field_and_allowed_keys(tmp_path: Path) -> None:
@@ -259,21 +266,27 @@ def test_unknown_native_tool(tmp_path: Path) -> None:
     problem = the_problem(problems, "spec.tools[0].name")
     assert problem.line == line_of(text, "memory.serch")
     assert "'memory.serch' is not a native tool" in problem.message
-    assert "memory.search" in problem.message and "type: mcp" in problem.message
+    assert "memory.search" in problem.message
 
 
-def test_mcp_tools_are_free_form_but_need_a_server(tmp_path: Path) -> None:
-    good = mutate(
+def test_a_tool_the_runtime_cannot_run_is_an_error_not_a_silent_drop(tmp_path: Path) -> None:
+    text = mutate(
         "  approvals:\n",
         "    - name: jira.lookup\n      type: mcp\n      server: http://127.0.0.1:9000/mcp\n  approvals:\n",
     )
-    path = tmp_path / "mcp.yaml"
-    path.write_text(good)
-    (config,) = load_agent_documents(path)
-    assert config.spec.tool("jira.lookup") is not None
-    text = good.replace("      server: http://127.0.0.1:9000/mcp\n", "")
     _, problems = problems_of(tmp_path, text)
-    assert "needs `server`" in the_problem(problems, "spec.tools[2].server").message
+    problem = the_problem(problems, "spec.tools[2].type")
+    assert problem.line == line_of(text, "type: mcp")
+    assert "cannot run MCP tools" in problem.message
+
+
+def test_limit_to_may_only_narrow_the_agents_bindings(tmp_path: Path) -> None:
+    text = mutate(
+        "permissions: [issues:write]", "permissions: [issues:write]\n      limit_to: [acme/elsewhere]"
+    )
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.tools[1].limit_to[0]")
+    assert "'acme/elsewhere' is not one of this agent's channels or repositories" in problem.message
 
 
 def test_permissions_must_grant_the_tools_scope(tmp_path: Path) -> None:
@@ -314,16 +327,16 @@ def test_empty_and_unreadable_files(tmp_path: Path) -> None:
     _, problems = problems_of(tmp_path, "# nothing here\n")
     assert "no agent documents" in problems[0].message
     with pytest.raises(AgentConfigError, match="cannot read"):
-        load_agent_documents(tmp_path / "missing.yaml")
+        load_agent_documents(tmp_path / "missing.yaml", tools=TOOLS)
 
 
 def test_several_documents_in_one_file(tmp_path: Path) -> None:
     second = BASE.replace("name: tester", "name: tester-two")
     path = tmp_path / "two.yaml"
     path.write_text(BASE + "---\n" + second + "---\n")
-    assert [c.name for c in load_agent_documents(path)] == ["tester", "tester-two"]
+    assert [c.name for c in load_agent_documents(path, tools=TOOLS)] == ["tester", "tester-two"]
     with pytest.raises(AgentConfigError, match="expected one agent document, found 2"):
-        load_agent_file(path)
+        load_agent_file(path, tools=TOOLS)
 
 
 def test_problem_in_second_document_has_its_own_line(tmp_path: Path) -> None:

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from config.agent import AgentConfig, ToolSpec
+from activities.tools.catalog import NATIVE_TOOLS
+from config.agent import AgentConfig, ToolGrant
 from workflows import budget, policy
 from workflows.types import BudgetUsage, TaskStatus
 
@@ -57,18 +58,24 @@ def test_action_id_depends_on_the_tool() -> None:
     assert policy.action_id("github.comment", args) != policy.action_id("github.create_issue", args)
 
 
+def check_call(config: AgentConfig, name: str, raw: str) -> policy.ToolCheck:
+    """Check a call as the workflow does: against the tool's spec from the catalog."""
+    tool = NATIVE_TOOLS.get(name)
+    return policy.check_tool_call(config, tool.spec if tool else None, name, raw)
+
+
 # check_tool_call ----------------------------------------------------------------------------
 
 
 def test_unknown_tool_lists_the_tools_the_agent_has() -> None:
-    check = policy.check_tool_call(agent(), "github.delete_repo", "{}")
+    check = check_call(agent(), "github.delete_repo", "{}")
     assert not check.allowed and check.kind == "unknown" and check.definition is None
     assert "github.delete_repo" in check.problem
     assert "memory.search" in check.problem and "github.create_issue" in check.problem
 
 
 def test_known_tool_not_enabled_for_the_agent() -> None:
-    check = policy.check_tool_call(agent(), "slack.post_message", '{"text": "hi"}')
+    check = check_call(agent(), "slack.post_message", '{"text": "hi"}')
     assert not check.allowed and check.kind == "not_allowed"
     assert "slack.post_message" in check.problem and "not enabled" in check.problem
 
@@ -77,23 +84,25 @@ def test_enabled_tool_without_its_permission_is_refused() -> None:
     # Validation rejects such a file; an agent stored before a permission was required can
     # still lack it, and the check must hold on its own.
     base = agent(approvals={})
-    ungranted = ToolSpec.model_construct(name="memory.search", type="native", permissions=[], server=None)
+    ungranted = ToolGrant.model_construct(
+        name="memory.search", type="native", permissions=[], server=None, limit_to=[]
+    )
     weakened = base.model_copy(update={"spec": base.spec.model_copy(update={"tools": [ungranted]})})
-    check = policy.check_tool_call(weakened, "memory.search", '{"query": "x"}')
+    check = check_call(weakened, "memory.search", '{"query": "x"}')
     assert not check.allowed and check.kind == "not_allowed"
     assert "memory:read" in check.problem
 
 
 @pytest.mark.parametrize("raw", ['{"query": ', "not json", "{'query': 'x'}"])
 def test_invalid_json_is_told_to_the_model(raw: str) -> None:
-    check = policy.check_tool_call(agent(), "memory.search", raw)
+    check = check_call(agent(), "memory.search", raw)
     assert not check.allowed and check.kind == "invalid"
     assert check.problem.startswith("arguments are not valid JSON")
 
 
 @pytest.mark.parametrize("raw", ["[1, 2]", '"text"', "3"])
 def test_arguments_must_be_an_object(raw: str) -> None:
-    check = policy.check_tool_call(agent(), "memory.search", raw)
+    check = check_call(agent(), "memory.search", raw)
     assert not check.allowed and check.kind == "invalid"
     assert check.problem == "arguments must be a JSON object"
 
@@ -110,7 +119,7 @@ def test_arguments_must_be_an_object(raw: str) -> None:
     ],
 )
 def test_schema_errors_name_the_field(raw: str, fragments: list[str]) -> None:
-    check = policy.check_tool_call(agent(), "memory.search", raw)
+    check = check_call(agent(), "memory.search", raw)
     assert not check.allowed and check.kind == "invalid"
     assert check.problem.startswith("invalid arguments: ")
     for fragment in fragments:
@@ -118,13 +127,15 @@ def test_schema_errors_name_the_field(raw: str, fragments: list[str]) -> None:
 
 
 def test_valid_call_is_allowed_with_parsed_arguments() -> None:
-    check = policy.check_tool_call(
-        agent(), "github.create_issue", '{"repo": "acme/web", "title": "Fix", "labels": ["bug"]}'
+    check = check_call(
+        agent(),
+        "github.create_issue",
+        '{"repo": "acme/web", "title": "Fix", "labels": ["bug"]}',
     )
     assert check.allowed and check.problem == "" and check.kind == ""
     assert check.definition is not None and check.definition.name == "github.create_issue"
     assert check.arguments == {"repo": "acme/web", "title": "Fix", "labels": ["bug"]}
-    empty = policy.check_tool_call(agent(), "memory.search", "")
+    empty = check_call(agent(), "memory.search", "")
     assert not empty.allowed and "query" in empty.problem  # empty text reads as {}
 
 

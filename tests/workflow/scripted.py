@@ -11,10 +11,12 @@ from typing import Any
 from temporalio import activity
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
+from temporalio.exceptions import ApplicationError
 
 from workflows.types import (
     ActivityName,
     AuditEvent,
+    MemoryItem,
     ModelCallInput,
     ModelCallResult,
     ModelUsage,
@@ -67,6 +69,8 @@ class Script:
     audits: list[AuditEvent] = field(default_factory=list)
     tool_output: Callable[[ToolCallInput], str] = lambda inp: f"done {inp.tool}"
     tool_delay_seconds: float = 0.0  # real time each tool call takes
+    memories: list[MemoryItem] = field(default_factory=list)  # what recall finds
+    reply_error: str | None = None  # post_reply fails with this (non-retryable)
 
     def activities(self) -> list[Any]:
         script = self
@@ -98,7 +102,7 @@ class Script:
 
         @activity.defn(name=ActivityName.RECALL)
         async def recall(inp: RecallInput) -> RecallResult:
-            return RecallResult(items=[])
+            return RecallResult(items=list(script.memories))
 
         @activity.defn(name=ActivityName.RECORD_AUDIT)
         async def record_audit(inp: AuditEvent) -> None:
@@ -110,6 +114,8 @@ class Script:
 
         @activity.defn(name=ActivityName.POST_REPLY)
         async def post_reply(inp: PostReplyInput) -> None:
+            if script.reply_error is not None:
+                raise ApplicationError(script.reply_error, non_retryable=True)
             script.replies.append(inp)
 
         @activity.defn(name=ActivityName.POST_APPROVAL_REQUEST)

@@ -1,0 +1,50 @@
+"""The tool catalog: every native tool, and the specs an agent's task starts with.
+
+Importing this module imports each tool family once, which declares its tools. A task
+gets `specs_for(agent)` in its input and keeps them; config validation gets
+`tool_permissions()`; the tool activity dispatches through `native(name)`.
+"""
+
+from __future__ import annotations
+
+from activities.tools import github_ci_tools, github_tools, memory_tools, slack_tools
+from activities.tools.native import NativeTool, declared
+from config.agent import AgentConfig
+from workflows.tool_catalog import ToolSpec
+
+TOOL_FAMILIES = (memory_tools, slack_tools, github_tools, github_ci_tools)  # imported to declare
+NATIVE_TOOLS: dict[str, NativeTool] = declared()
+
+
+def native(name: str) -> NativeTool | None:
+    return NATIVE_TOOLS.get(name)
+
+
+def specs_for(agent: AgentConfig) -> list[ToolSpec]:
+    """The specs of the tools the agent is granted, in the order its config lists them."""
+    return [NATIVE_TOOLS[grant.name].spec for grant in agent.spec.tools if grant.name in NATIVE_TOOLS]
+
+
+def tool_permissions() -> dict[str, str]:
+    """Each runnable tool and the permission it needs: what config validation checks against."""
+    return {name: tool.spec.permission for name, tool in NATIVE_TOOLS.items()}
+
+
+def model_tools(names: list[str]) -> list[dict[str, object]]:
+    """The named tools as the model sees them."""
+    return [NATIVE_TOOLS[name].spec.openai_schema() for name in names if name in NATIVE_TOOLS]
+
+
+def unguarded_writes(agent: AgentConfig) -> list[str]:
+    """Warnings for tools that write but are neither gated by an approval nor limited to
+    named channels or repositories: the model alone decides what they do."""
+    gated = set(agent.spec.approvals.require_for)
+    return [
+        f"{grant.name} writes but is neither in approvals.require_for nor limited with limit_to; "
+        "a prompt injection could make it act unreviewed"
+        for grant in agent.spec.tools
+        if grant.name in NATIVE_TOOLS
+        and NATIVE_TOOLS[grant.name].spec.writes
+        and grant.name not in gated
+        and not grant.limit_to
+    ]

@@ -1,0 +1,87 @@
+"""Waits on people: a budget extension, an answer to the agent's question, and the posts
+that tell the task's surface about them.
+
+Workflow code: deterministic, no I/O. Every wait is a durable timer (days if need be) that a
+cancel ends early; time spent waiting is not charged to the task's wall clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import budget
+    from workflows.activity_options import SURFACE_OPTIONS
+    from workflows.outcomes import status_line
+    from workflows.types import ActivityName, PostReplyInput, TaskInput, TaskStatus
+
+from workflows.conversation import Conversation
+from workflows.task_record import Cancellation, TaskRecord, TaskStop
+from workflows.usage_meter import UsageMeter
+
+
+class HumanWaits:
+    def __init__(
+        self,
+        inp: TaskInput,
+        record: TaskRecord,
+        meter: UsageMeter,
+        conversation: Conversation,
+        cancellation: Cancellation,
+    ) -> None:
+        self.inp = inp
+        self.record = record
+        self.meter = meter
+        self.conversation = conversation
+        self.cancellation = cancellation
+
+    async def post(self, text: str, status: TaskStatus) -> None:
+        await workflow.execute_activity(
+            ActivityName.POST_REPLY,
+            PostReplyInput(self.inp.task_id, self.inp.context, text, status, self.record.step),
+            **SURFACE_OPTIONS,
+        )
+
+    async def wait(self, condition: Callable[[], bool], timeout_seconds: float) -> bool:
+        """Wait for `condition` or a cancel; the wait is not charged as wall clock."""
+        started = workflow.now()
+        try:
+            await workflow.wait_condition(
+                lambda: condition() or self.cancellation.requested,
+                timeout=timedelta(seconds=timeout_seconds),
+            )
+            satisfied = True
+        except TimeoutError:
+            satisfied = False
+        self.meter.waited((workflow.now() - started).total_seconds())
+        self.cancellation.check()
+        return satisfied
+
+    async def budget_extension(self, hit: budget.CeilingHit) -> None:
+        """Report the stop and wait for an approver to extend the budget, up to the approval TTL."""
+        before = self.meter.ceilings
+        self.record.set_status(TaskStatus.WAITING_BUDGET)
+        await self.post(
+            status_line(TaskStatus.BUDGET_EXHAUSTED, hit.reason)
+            + "\n"
+            + hit.next_action.replace("TASK_ID", self.inp.task_id),
+            TaskStatus.BUDGET_EXHAUSTED,
+        )
+        extended = await self.wait(
+            lambda: self.meter.ceilings != before, self.inp.agent.spec.approvals.ttl_seconds
+        )
+        if not extended:
+            raise TaskStop(TaskStatus.BUDGET_EXHAUSTED, hit.reason)
+        self.record.set_status(TaskStatus.RUNNING)
+        self.record.decide("budget extended; resuming where it stopped")
+
+    async def answer_to(self, question: str) -> bool:
+        """The model asked the user something: post it and wait for an answer in the thread."""
+        await self.post(question, TaskStatus.WAITING_USER)
+        self.record.set_status(TaskStatus.WAITING_USER)
+        answered = await self.wait(lambda: bool(self.conversation.pending), self.inp.follow_up_seconds)
+        self.record.set_status(TaskStatus.RUNNING)
+        return answered

@@ -1,0 +1,129 @@
+"""Model calls of a task: a step (with tools), a final answer (without), a summary.
+
+Workflow code: deterministic, no I/O. Each call is one `openloop.model.call` activity that
+appends the pending messages to the stored transcript and returns only what the workflow
+decides on. Usage is charged here, once; a call the budget refused waits for an extension
+and is asked again.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import budget
+    from workflows.activity_options import MODEL_OPTIONS
+    from workflows.outcomes import next_action
+    from workflows.types import ActivityName, ModelCallInput, ModelCallResult, TaskInput, TaskStatus
+
+from workflows.conversation import Conversation
+from workflows.human_waits import HumanWaits
+from workflows.task_record import TaskRecord, TaskStop, failure_reason
+from workflows.tool_runner import ToolRunner
+from workflows.usage_meter import UsageMeter
+
+WRAP_UP = "You are close to your step limit: wrap up and answer now."
+STEP, FINAL, SUMMARY = "step", "final", "summary"
+
+
+class ModelCaller:
+    def __init__(
+        self,
+        inp: TaskInput,
+        record: TaskRecord,
+        meter: UsageMeter,
+        conversation: Conversation,
+        tools: ToolRunner,
+        waits: HumanWaits,
+    ) -> None:
+        self.inp = inp
+        self.agent = inp.agent
+        self.record = record
+        self.meter = meter
+        self.conversation = conversation
+        self.tools = tools
+        self.waits = waits
+
+    async def ask_step(self) -> ModelCallResult:
+        """One step: the model answers or asks for tools (summarising first when the prompt
+        has grown past its share of the context window)."""
+        if self.meter.should_wrap_up():
+            self.conversation.add("user", WRAP_UP)
+        self.record.step += 1
+        if self.conversation.needs_compaction(self.agent.spec.model_policy.context_window):
+            await self.summarise()
+            self.record.step += 1
+        return await self._ask(STEP, self.tools.names)
+
+    async def ask_final(self) -> ModelCallResult:
+        """One last call without tools."""
+        self.record.step += 1
+        return await self._ask(FINAL, [])
+
+    async def summarise(self) -> None:
+        summary = await self._execute(SUMMARY, [])
+        if summary.finish_reason == "budget":
+            self.record.record("model", "could not summarise: the budget refused the call")
+            return
+        self.conversation.summary_upto = summary.transcript_upto
+        self.meter.charge(summary.usage, iteration=False)
+        self.record.record("model", "summarised the conversation to stay within the context window")
+
+    async def _ask(self, purpose: str, tool_names: list[str]) -> ModelCallResult:
+        self.record.last_action = f"asking the model (step {self.record.step})"
+        result = await self._execute(purpose, tool_names)
+        self.conversation.last_prompt_tokens = result.usage.prompt_tokens
+        self.meter.charge(result.usage, iteration=purpose == STEP)
+        self.record.record(
+            "model",
+            f"{result.usage.model}: {len(result.tool_calls)} tool call(s), "
+            f"{result.usage.prompt_tokens}+{result.usage.completion_tokens} tokens",
+            cost=result.usage.cost_usd,
+        )
+        if result.finish_reason != "budget":
+            return result
+        reason = result.refused_reason or "the budget cannot cover the next call"
+        self.record.decide(f"model call refused by the budget: {result.refused_reason}")
+        if not result.refused_resumable:
+            raise TaskStop(TaskStatus.BUDGET_EXHAUSTED, result.refused_reason or "budget exhausted")
+        hit = budget.CeilingHit(
+            TaskStatus.BUDGET_EXHAUSTED,
+            "usd",
+            reason,
+            next_action(TaskStatus.BUDGET_EXHAUSTED, self.inp.task_id),
+            resumable=True,
+        )
+        await self.waits.budget_extension(hit)
+        return await (self.ask_step() if purpose == STEP else self.ask_final())
+
+    async def _execute(self, purpose: str, tool_names: list[str]) -> ModelCallResult:
+        run_first = self.tools.folded_input()
+        cursor = self.conversation.cursor()
+        inp = ModelCallInput(
+            task_id=self.inp.task_id,
+            step=self.record.step,
+            agent_name=self.agent.name,
+            workspace=self.agent.workspace,
+            channel=self.inp.context.channel,
+            surface=self.inp.context.surface,
+            models=self.agent.spec.model_policy.models_for(
+                "summarize_conversation" if purpose == SUMMARY else self.inp.task_kind
+            ),
+            tool_names=tool_names,
+            cursor=cursor,
+            budget=self.meter.grant(),
+            purpose=purpose,
+            run_first=run_first,
+            context_window=self.agent.spec.model_policy.context_window,
+        )
+        try:
+            result: ModelCallResult = await workflow.execute_activity(
+                ActivityName.CALL_MODEL, inp, result_type=ModelCallResult, **MODEL_OPTIONS
+            )
+        except ActivityError as err:
+            raise TaskStop(TaskStatus.ERROR, f"the model call failed: {failure_reason(err)}") from None
+        self.conversation.stored(result, len(cursor.new_messages))
+        if run_first:
+            self.tools.folded_ran(run_first, result.tool_results)
+        return result

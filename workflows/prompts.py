@@ -1,0 +1,38 @@
+"""The messages a task starts with: the agent's own instructions, then the request.
+
+Pure. The system prompt holds only the agent's instructions, who it answers and the rule
+for untrusted data. Recalled memories are outside content like any tool result (a memory
+may hold text a tool once returned): they go in a user-role message, inside an
+untrusted-data block, each with where it came from.
+"""
+
+from __future__ import annotations
+
+from config.agent import AgentConfig
+from workflows.types import MemoryItem, SurfaceContext
+from workflows.untrusted import UNTRUSTED_DATA_RULE, wrap_untrusted
+
+MEMORIES_HEADER = "Memories recalled from this"
+
+
+def system_prompt(agent: AgentConfig, context: SurfaceContext) -> str:
+    return (
+        f"{agent.spec.instructions.strip()}\n\n"
+        f"You are the agent '{agent.name}' answering {context.user} on {context.surface}"
+        f" in {context.channel}.\n\n{UNTRUSTED_DATA_RULE}"
+    )
+
+
+def recalled_memories(items: list[MemoryItem], scope: str) -> str:
+    """One message with every recalled memory and its provenance, as data."""
+    lines = [
+        f"- saved {item.created_at_iso[:10]}"
+        + (f" by task {item.source_task_id}" if item.source_task_id else "")
+        + f": {item.content}"
+        for item in items
+    ]
+    body = "\n".join(lines)
+    return (
+        f"{MEMORIES_HEADER} {scope} scope (saved earlier with memory.save; they may quote tool "
+        f"results or other people):\n{wrap_untrusted(body, f'memory:{scope}')}"
+    )

@@ -1,0 +1,213 @@
+"""The tool runner: validate, permit, bound, approve and run each tool call of a task.
+
+Workflow code: deterministic, no I/O. Every check reads the `ToolSpec`s the task started
+with. A refused call is audited and explained to the model; a gated call waits for an
+approval bound to its exact arguments. A step whose calls are all valid, allowed,
+read-only local tools needing no approval is folded: the calls run inside the next model
+call, saving each its own round trip.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import policy
+    from workflows.activity_options import LOCAL_TOOL_OPTIONS, TOOL_OPTIONS
+    from workflows.tool_catalog import ToolSet, catalog_tool_name, model_tool_name
+    from workflows.types import (
+        ActivityName,
+        ApprovalRecord,
+        FoldedToolCall,
+        FoldedTools,
+        TaskInput,
+        TaskStatus,
+        ToolCall,
+        ToolCallInput,
+        ToolCallResult,
+    )
+
+from workflows.approvals import ApprovalGate, GateDecision
+from workflows.conversation import Conversation
+from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
+from workflows.usage_meter import UsageMeter
+
+# workflow.patched ids: tasks started before each change replay without it.
+AUDIT_INVALID_TOOL_CALLS = "audit-invalid-tool-calls"
+FOLD_LOCAL_TOOLS = "fold-local-tools"
+BOUND_WRITES = "bound-writes"  # writes only to the agent's own channels and repositories
+CALL_KEYS = "call-keys-from-position"  # keys from step, position and arguments, not call ids
+
+
+class ToolRunner:
+    def __init__(
+        self,
+        inp: TaskInput,
+        tools: ToolSet,
+        record: TaskRecord,
+        meter: UsageMeter,
+        conversation: Conversation,
+        gate: ApprovalGate,
+        cancellation: Cancellation,
+        signatures: list[str],
+        folded: list[FoldedToolCall],
+    ) -> None:
+        self.inp = inp
+        self.agent = inp.agent
+        self.tools = tools
+        self.record = record
+        self.meter = meter
+        self.conversation = conversation
+        self.gate = gate
+        self.cancellation = cancellation
+        self.signatures = signatures  # of each call's tool, arguments and result
+        self.folded = folded  # calls waiting to run inside the next model call
+        self.memory = policy.memory_scope(inp.agent, inp.context)
+
+    @property
+    def names(self) -> list[str]:
+        """The tools the model is offered, in the order the agent's config lists them."""
+        return [grant.name for grant in self.agent.spec.tools if self.tools.get(grant.name) is not None]
+
+    async def handle(self, call: ToolCall, position: int) -> str:
+        """Validate, authorise, maybe wait for approval, run. Returns ok|invalid|refused|denied|failed."""
+        name = catalog_tool_name(call.name)
+        check = policy.check_tool_call(self.agent, self.tools.get(name), name, call.arguments)
+        key = self._key(call, position, name, check.arguments)
+        if check.allowed and workflow.patched(BOUND_WRITES):
+            check = policy.check_write_target(self.agent, check, self.inp.context)
+        if not check.allowed:
+            self._tell_model(call, f"Error: {check.problem}")
+            self.record.record("refused", f"{name}: {check.problem}")
+            if check.kind != "invalid" or workflow.patched(AUDIT_INVALID_TOOL_CALLS):
+                await self.gate.audit(
+                    self.record.step, key, "tool_refused", name, check.arguments, check.problem
+                )
+            return "invalid" if check.kind == "invalid" else "refused"
+        approval = None
+        if policy.needs_approval(self.agent, name):
+            decision = await self._approval(key, name, check.arguments)
+            if decision.record is None:
+                self._tell_model(call, f"The approver {decision.by} denied this action; do not retry it.")
+                return "denied"
+            approval = decision.record
+        return await self._run(call, key, name, check.arguments, approval)
+
+    def _key(self, call: ToolCall, position: int, name: str, arguments: dict[str, object]) -> str:
+        """What names this call in idempotency keys, audit rows and approval requests."""
+        if workflow.patched(CALL_KEYS):
+            return policy.call_key(position, name, arguments or call.arguments)
+        return call.id
+
+    async def _approval(self, key: str, name: str, arguments: dict[str, object]) -> GateDecision:
+        """Wait for a decision: approved (with its record) or denied and the task goes on."""
+        self.record.set_status(TaskStatus.WAITING_APPROVAL)
+        self.record.last_action = f"waiting for approval of {name}"
+        waited_from = workflow.now()
+        model = self.agent.spec.model_policy.models_for(self.inp.task_kind)[0]
+        decision = await self.gate.request(
+            self.record.step, key, name, arguments, model, cancelled=lambda: self.cancellation.requested
+        )
+        self.meter.waited((workflow.now() - waited_from).total_seconds())
+        self.record.set_status(TaskStatus.RUNNING)
+        self.cancellation.check()
+        if decision.outcome == "expired":
+            raise TaskStop(
+                TaskStatus.APPROVAL_EXPIRED, f"nobody approved {name} within {self.agent.spec.approvals.ttl}"
+            )
+        if decision.outcome == "denied":
+            self.record.record("approval", f"{name} denied by {decision.by}", actor=decision.by)
+            if self.agent.spec.approvals.on_denied == "stop":
+                raise TaskStop(TaskStatus.APPROVAL_DENIED, f"{decision.by} denied {name}")
+            self.record.decide(f"{decision.by} denied {name}; the task went on without it")
+            return GateDecision("denied", decision.by)
+        self.record.record("approval", f"{name} approved by {decision.by}", actor=decision.by)
+        return decision
+
+    async def _run(
+        self,
+        call: ToolCall,
+        key: str,
+        name: str,
+        arguments: dict[str, object],
+        approval: ApprovalRecord | None,
+    ) -> str:
+        self.record.last_action = f"running {name}"
+        tool_input = ToolCallInput.for_call(
+            self.inp.task_id, self.record.step, key, name, arguments, self.inp.context, self.memory, approval
+        )
+        spec = self.tools.get(name)
+        try:
+            if spec is not None and spec.local:
+                result: ToolCallResult = await workflow.execute_local_activity(
+                    ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
+                )
+            else:
+                result = await workflow.execute_activity(
+                    ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **TOOL_OPTIONS
+                )
+        except ActivityError as err:
+            result = ToolCallResult(ok=False, output=f"Error: {failure_reason(err)}", error_kind="failed")
+        self._tell_model(call, result.output, result.output_ref)
+        self._ran(name, arguments, result)
+        return "ok" if result.ok else "failed"
+
+    def _tell_model(self, call: ToolCall, content: str, ref: str | None = None) -> None:
+        self.conversation.add_tool_result(
+            call.id, model_tool_name(catalog_tool_name(call.name)), content, ref
+        )
+
+    def _ran(
+        self, name: str, arguments: dict[str, object], result: ToolCallResult, step: int | None = None
+    ) -> None:
+        self.signatures.append(policy.progress_signature(name, arguments, result.output))
+        self.record.record(
+            "tool", f"{name}: {'ok' if result.ok else result.error_kind}: {result.output[:120]}", step=step
+        )
+
+    def check_progress(self) -> None:
+        repeats = policy.repeats_at_end(self.signatures)
+        if repeats >= self.agent.spec.limits.no_progress_repeats:
+            raise TaskStop(
+                TaskStatus.NO_PROGRESS,
+                f"the same tool call returned the same result {repeats} times in a row",
+            )
+
+    # Folding ---------------------------------------------------------------------------
+
+    def fold(self, calls: list[ToolCall]) -> bool:
+        """Queue the step's calls to run inside the next model call when every one is a
+        valid, allowed, read-only local tool that needs no approval and none could complete
+        a no-progress streak (that is checked before the next call)."""
+        if policy.repeats_at_end(self.signatures) + len(calls) >= self.agent.spec.limits.no_progress_repeats:
+            return False
+        folded = []
+        for position, call in enumerate(calls):
+            name = catalog_tool_name(call.name)
+            spec = self.tools.get(name)
+            if spec is None or not spec.local or spec.writes or policy.needs_approval(self.agent, name):
+                return False
+            check = policy.check_tool_call(self.agent, spec, name, call.arguments)
+            if not check.allowed:
+                return False
+            folded.append((position, call, name, check.arguments))
+        # Tasks started before folding replay their local tool activities.
+        if not workflow.patched(FOLD_LOCAL_TOOLS):
+            return False
+        queued = [
+            FoldedToolCall(self.record.step, self._key(call, position, name, arguments), name, arguments)
+            for position, call, name, arguments in folded
+        ]
+        self.folded.extend(queued)
+        self.record.last_action = f"running {', '.join(c.tool for c in queued)} with the next model call"
+        return True
+
+    def folded_input(self) -> FoldedTools | None:
+        return FoldedTools(list(self.folded), self.inp.context, self.memory) if self.folded else None
+
+    def folded_ran(self, run: FoldedTools, results: list[ToolCallResult]) -> None:
+        self.folded.clear()
+        for call, outcome in zip(run.calls, results, strict=True):
+            self._ran(call.tool, call.arguments, outcome, step=call.step)
+        self.check_progress()
