@@ -35,10 +35,13 @@ from workers.setup import register_search_attributes
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
     ApprovalDecision,
+    ModelCallResult,
+    ModelUsage,
     SurfaceContext,
     TaskInput,
     TaskResult,
     TaskStatus,
+    ToolCall,
     UserMessage,
 )
 
@@ -125,7 +128,52 @@ class Scenario:
     expected: TaskStatus
 
 
+MIXED_YAML = """
+apiVersion: openloop.ai/v1alpha1
+kind: Agent
+metadata: {name: mixed}
+spec:
+  model_policy: {default: scripted/model}
+  surfaces:
+    github: {repos: [acme/platform]}
+  tools:
+    - {name: memory.search, permissions: ["memory:read"]}
+    - {name: github.create_issue, permissions: ["issues:write"]}
+    - {name: slack.post_message, permissions: ["chat:write"]}
+  approvals:
+    require_for: [github.create_issue]
+    approvers: [U_ALICE]
+    ttl: 72h
+"""
+
+
+def _mixed_step() -> Script:
+    """A local read, a gated write under a repeated provider call id and an invalid call in
+    one step; then a write to a channel the agent is not bound to (refused)."""
+    calls = [
+        ToolCall("c1", "memory__search", SEARCH_ARGS),
+        ToolCall("c1", "github__create_issue", ISSUE_ARGS),
+        ToolCall("c1", "github__create_issue", "{not json"),
+    ]
+    first = ModelCallResult("", calls, "tool_calls", ModelUsage("scripted/model", 200, 30, 0.0005), 0, 0)
+    post = json.dumps({"channel": "C_ELSEWHERE", "text": "Filed it."})
+    return Script(
+        [first, use("slack.post_message", post, "c9", (220, 20), 0.0004), say("Filed it.", (240, 10), 0.0004)]
+    )
+
+
 SCENARIOS = (
+    # The tool catalog, the composed workflow and its patches (bound writes, call keys,
+    # the status set after the reply); pre_catalog_mixed_step.json is the same task
+    # recorded on the code before them.
+    Scenario(
+        "catalog_mixed_step",
+        MIXED_YAML,
+        "file the flaky deploy and tell #elsewhere",
+        _mixed_step,
+        _approve,
+        TaskStatus.SUCCESS,
+    ),
     Scenario(
         "plain_answer",
         HELPER_YAML,

@@ -11,11 +11,17 @@ from temporalio.testing import WorkflowEnvironment
 from tests.workflow.scripted import Script, say, use
 from tests.workflow.test_approvals import start, task_input, worker
 from tests.workflow.test_ceilings import agent_yaml
+from workflows import policy
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ActivityName, TaskStatus
 
 DEPLOYS = json.dumps({"query": "deploys"})
 ROLLBACKS = json.dumps({"query": "rollbacks"})
+
+
+def key(query: str) -> str:
+    """The key of a step's first memory.search call with this query."""
+    return policy.call_key(0, "memory.search", {"query": query})
 
 
 def two_searches_then(answer: str) -> Script:
@@ -34,18 +40,19 @@ async def test_a_search_runs_inside_the_next_model_call_and_is_recorded_as_its_s
     assert result.status == TaskStatus.SUCCESS and result.steps == 3
 
     # Each search ran once, keyed by the step that asked for it, inside the following call.
+    # Keys come from the call's position and arguments, never the provider's call id.
     assert [(c.step, c.call_id, c.arguments) for c in script.tool_calls] == [
-        (1, "c1", {"query": "deploys"}),
-        (2, "c2", {"query": "rollbacks"}),
+        (1, key("deploys"), {"query": "deploys"}),
+        (2, key("rollbacks"), {"query": "rollbacks"}),
     ]
     assert [c.idempotency_key for c in script.tool_calls] == [
-        f"{result.task_id}:1:c1",
-        f"{result.task_id}:2:c2",
+        f"{result.task_id}:1:{key('deploys')}",
+        f"{result.task_id}:2:{key('rollbacks')}",
     ]
     first, second, third = script.model_inputs
     assert first.run_first is None
-    assert second.run_first is not None and [c.call_id for c in second.run_first.calls] == ["c1"]
-    assert third.run_first is not None and [c.call_id for c in third.run_first.calls] == ["c2"]
+    assert second.run_first is not None and [c.call_id for c in second.run_first.calls] == [key("deploys")]
+    assert third.run_first is not None and [c.call_id for c in third.run_first.calls] == [key("rollbacks")]
     assert second.new_messages == [] and third.new_messages == []  # the results went in directly
 
     # No tool activity of its own: the only local activities are the start note and the recall.
@@ -116,9 +123,9 @@ async def test_a_search_queued_at_continue_as_new_runs_in_the_next_run(
         explanation = await handle.query(AgentTaskWorkflow.explain)
     assert result.status == TaskStatus.SUCCESS and result.reply == "Done."
     assert sum("continuing as new" in d for d in explanation.decisions) == 2
-    assert [c.call_id for c in script.tool_calls] == ["c1", "c2"]  # each once, in order
+    assert [c.call_id for c in script.tool_calls] == [key("deploys"), key("rollbacks")]  # each once, in order
     assert [i.run_first.calls[0].call_id if i.run_first else None for i in script.model_inputs] == [
         None,
-        "c1",
-        "c2",
+        key("deploys"),
+        key("rollbacks"),
     ]
