@@ -55,6 +55,24 @@ def test_validate_good_files_needs_no_database(runner: CliRunner, tmp_path: Path
     for path in good:
         assert f"{path}: OK" in result.output
     assert "dev-platform (acme)" in result.output and "helper (default)" in result.output
+    assert "warning" not in result.output  # the shipped examples gate every write
+
+
+def test_validate_warns_about_unguarded_writes(runner: CliRunner, tmp_path: Path) -> None:
+    document = yaml.safe_load(MINIMAL)
+    document["metadata"]["name"] = "loose"
+    document["spec"]["tools"] += [
+        {"name": "slack.post_message", "permissions": ["chat:write"]},
+        {"name": "github.comment", "permissions": ["issues:write"], "limit_to": ["acme/platform"]},
+    ]
+    path = tmp_path / "loose.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    env = {"OPENLOOP_DATABASE_URL": "", "OPENLOOP_STATE_DIR": str(tmp_path), "COLUMNS": "300"}
+    result = runner.invoke(app, ["agents", "validate", "-f", str(path)], env=env)
+    assert result.exit_code == 0, result.output  # a warning, not a failure
+    assert "warning loose: slack.post_message writes but is neither in approvals.require_for" in result.output
+    assert "github.comment writes" not in result.output  # limited to named repositories
+    assert "memory.save writes" not in result.output  # gated in the minimal example
 
 
 def test_validate_bad_file_lists_each_problem(

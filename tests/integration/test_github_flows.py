@@ -51,7 +51,7 @@ async def test_approved_issue_is_created_once_although_the_first_call_timed_out(
 ) -> None:
     env.fake.add_issue(env.repo, "Flaky deploy")
     await env.bind_agent(
-        tools=[{"name": "github.create_issue", "permissions": ["issues:write"]}],
+        tools=[{"name": "github.create_issue", "permissions": ["issues:write"], "limit_to": [env.repo]}],
         approvals={"require_for": ["github.create_issue"], "approvers": ["cli:local"]},
     )
     from workers.worker import build_worker  # every activity: imported only where needed

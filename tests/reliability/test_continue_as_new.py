@@ -42,7 +42,7 @@ spec:
   model_policy: {default: scripted/model}
   tools:
     - {name: memory.search, permissions: [memory:read]}
-    - {name: github.create_issue, permissions: [issues:write]}
+    - {name: github.create_issue, permissions: [issues:write], limit_to: [acme/platform]}
   approvals: {require_for: [github.create_issue], approvers: [U_ALICE], ttl: 72h}
   budget: {per_task_usd: 10}
   limits: {max_iterations: ITERATIONS, token_limit: 1000000, wall_clock: 2h}

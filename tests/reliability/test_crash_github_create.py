@@ -64,7 +64,10 @@ async def test_worker_killed_after_github_accepted_an_issue_leaves_exactly_one(
     try:
         await first.ready()
         agent = await stored(
-            pg_url, agent_config(tools=[{"name": "github.create_issue", "permissions": ["issues:write"]}])
+            pg_url,
+            agent_config(
+                tools=[{"name": "github.create_issue", "permissions": ["issues:write"], "limit_to": [repo]}]
+            ),
         )
         handle = await start(client, task_queue, agent, "Open an issue about the flaky deploy step")
         await eventually(lambda: len(github.issues(repo)) == 1, "GitHub to accept the issue", 60)

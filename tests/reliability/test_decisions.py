@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from tests.workflow.scripted import Script, say, use
 from tests.workflow.test_approvals import AGENT_YAML, pending_request, start, task_input, worker
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.policy import action_id
+from workflows.policy import action_id, call_key
 from workflows.types import ApprovalDecision, TaskStatus
 
 ARGS = {"repo": "acme/platform", "title": "Same issue, asked twice"}
@@ -66,7 +66,9 @@ async def test_a_decision_sent_before_the_request_exists_approves_nothing(
     inp = task_input()
     # Request ids are predictable; a decision cannot get ahead of the request it names.
     predicted = ApprovalDecision(
-        f"apr-{inp.task_id[-24:]}-1-c1", action_id("github.create_issue", ARGS), "U_ALICE"
+        f"apr-{inp.task_id[-24:]}-1-{call_key(0, 'github.create_issue', ARGS)}",
+        action_id("github.create_issue", ARGS),
+        "U_ALICE",
     )
     handle = await start(ts_env, inp, task_queue)  # no worker yet: the signal is first in line
     await handle.signal(AgentTaskWorkflow.approve, predicted)

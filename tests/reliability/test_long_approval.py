@@ -32,7 +32,7 @@ metadata: {name: patient}
 spec:
   model_policy: {default: scripted/model}
   tools:
-    - {name: github.create_issue, permissions: [issues:write]}
+    - {name: github.create_issue, permissions: [issues:write], limit_to: [acme/platform]}
   approvals: {require_for: [github.create_issue], approvers: [U_ALICE], ttl: 7d}
 """
 ARGS = json.dumps({"repo": "acme/platform", "title": "Rotate the deploy key"})

@@ -92,7 +92,7 @@ async def test_no_secret_reaches_ids_inputs_results_history_logs_traces_or_rows(
     agent = await stored(
         url,
         agent_config(
-            tools=[{"name": "github.create_issue", "permissions": ["issues:write"]}],
+            tools=[{"name": "github.create_issue", "permissions": ["issues:write"], "limit_to": [repo]}],
             surfaces={"slack": {"channels": [channel]}},
         ),
     )
