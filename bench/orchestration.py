@@ -42,11 +42,11 @@ from bench.scripted import MODEL_BODY_MS, STEP_STARTS, FloorInput, FloorWorkflow
 from config.agent import AgentConfig
 from workflows import budget, policy
 from workflows.conversation import COMPACT_AT_SHARE, DEFAULT_CONTEXT_WINDOW
+from workflows.policy import memory_scope
 from workflows.tool_catalog import catalog_tool_name, model_tool_name
 from workflows.types import (
     BudgetUsage,
     ChatMessage,
-    MemoryScopeRef,
     ModelCallInput,
     RecallInput,
     SurfaceContext,
@@ -89,23 +89,6 @@ class InProcessRun:
     tool_ms: list[float] = field(default_factory=list)
     tool_chars: list[int] = field(default_factory=list)  # each tool output the model reads
     steps: int = 0
-
-
-def memory_scope(agent: AgentConfig, context: SurfaceContext) -> MemoryScopeRef:
-    spec = agent.spec.memory
-    key = {
-        "channel": f"{context.surface}:{context.channel}",
-        "agent": agent.name,
-        "workspace": agent.workspace,
-    }
-    return MemoryScopeRef(
-        agent.workspace,
-        agent.name,
-        spec.scope.value,
-        key[spec.scope.value],
-        spec.embedding,
-        spec.retention_days,
-    )
 
 
 async def run_in_process(
@@ -174,7 +157,8 @@ async def run_in_process(
             return run
         for call in result.tool_calls:
             name = catalog_tool_name(call.name)
-            check = policy.check_tool_call(agent, name, call.arguments)
+            spec = NATIVE_TOOLS[name].spec if name in NATIVE_TOOLS else None
+            check = policy.check_tool_call(agent, spec, name, call.arguments)
             if not check.allowed or policy.needs_approval(agent, name):
                 raise RuntimeError(f"the bench tool call was refused: {check.problem}")
             started = time.perf_counter()

@@ -63,8 +63,10 @@ def greedy(monkeypatch: pytest.MonkeyPatch) -> Iterator[GreedyModel]:
 @pytest.mark.parametrize(
     ("budget", "limits", "ceiling"),
     [
-        ({"per_task_usd": 0.0006}, {"token_limit": 1_000_000}, "usd"),
-        ({"per_task_usd": 5.0}, {"token_limit": 1500}, "tokens"),
+        # Each ceiling leaves room for about one and a half calls (a prompt of ~160-210
+        # tokens plus 256 out), so the second call must be clamped to what is left.
+        ({"per_task_usd": 0.00029}, {"token_limit": 1_000_000}, "usd"),
+        ({"per_task_usd": 5.0}, {"token_limit": 730}, "tokens"),
     ],
     ids=["usd", "tokens"],
 )

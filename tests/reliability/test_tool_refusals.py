@@ -25,6 +25,7 @@ from tests.workflow.test_approvals import task_input, worker
 from workers.history import replay
 from workers.worker import build_worker
 from workflows.types import TaskStatus
+from workflows.untrusted import unwrap
 
 CALLS = [
     tool_call("call_json", "memory__search", "{not json"),
@@ -36,7 +37,8 @@ PROBLEMS = {
     "call_json": "not valid JSON",
     "call_schema": "is not of type 'string'",
     "call_unknown": "unknown tool 'shell.exec'",
-    "call_not_given": "not enabled for this agent",
+    # A task knows only the tools it was given: a native tool not granted is unknown to it.
+    "call_not_given": "unknown tool 'github.create_issue'; tools you have: memory.search",
 }
 
 
@@ -54,7 +56,9 @@ async def test_bad_tool_calls_are_refused_told_to_the_model_audited_and_never_ru
     assert result.status == TaskStatus.SUCCESS and result.reply == "I cannot do any of that."
     # Told to the model, one tool message per call, each naming what was wrong.
     sent = model.requests[1].body["messages"]
-    told = {m["tool_call_id"]: m["content"] for m in sent if m["role"] == "tool"}
+    # Every tool message reaches the model as an untrusted-data block naming the tool.
+    assert all(m["content"].startswith('<untrusted-data source="tool:') for m in sent if m["role"] == "tool")
+    told = {m["tool_call_id"]: unwrap(m["content"]) for m in sent if m["role"] == "tool"}
     assert set(told) == set(PROBLEMS)
     for call_id, problem in PROBLEMS.items():
         assert problem in told[call_id] and told[call_id].startswith("Error"), told[call_id]

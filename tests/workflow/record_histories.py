@@ -66,7 +66,7 @@ metadata: {name: triage}
 spec:
   model_policy: {default: scripted/model}
   tools:
-    - {name: github.create_issue, permissions: ["issues:write"]}
+    - {name: github.create_issue, permissions: ["issues:write"], limit_to: [acme/platform]}
   approvals:
     require_for: [github.create_issue]
     approvers: [U_ALICE]
