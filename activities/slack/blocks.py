@@ -38,7 +38,6 @@ __all__ = [
     "approval_button_value",
     "approval_request_message",
     "approval_resolved_message",
-    "busy_text",
     "escape",
     "markdown_to_mrkdwn",
     "mention",
@@ -247,7 +246,3 @@ def not_allowed_to_approve_text(approvers: list[str]) -> str:
 
 def request_closed_text(reason: str) -> str:
     return f"This approval request {reason}; nothing was changed."
-
-
-def busy_text() -> str:
-    return "I couldn't pass that on just now; please try again in a minute."

@@ -1,18 +1,26 @@
 """The tool catalog: every native tool, and the specs an agent's task starts with.
 
-Importing this module imports each tool family once, which declares its tools. A task
-gets `specs_for(agent)` in its input and keeps them; config validation gets
-`tool_permissions()`; the tool activity dispatches through `native(name)`.
+Importing this module imports each tool family (every `activities/tools/*_tools.py`) once,
+which declares its tools: a new family is a new file, nothing to register here. A task gets
+`specs_for(agent)` in its input and keeps them; config validation gets `tool_permissions()`;
+the tool activity dispatches through `native(name)`.
 """
 
 from __future__ import annotations
 
-from activities.tools import github_ci_tools, github_tools, memory_tools, slack_tools
+import importlib
+import pkgutil
+
+import activities.tools
 from activities.tools.native import NativeTool, declared
 from config.agent import AgentConfig
 from workflows.tool_catalog import ToolSpec
 
-TOOL_FAMILIES = (memory_tools, slack_tools, github_tools, github_ci_tools)  # imported to declare
+TOOL_FAMILIES = [
+    importlib.import_module(f"activities.tools.{module.name}")
+    for module in sorted(pkgutil.iter_modules(activities.tools.__path__), key=lambda m: m.name)
+    if module.name.endswith("_tools")
+]
 NATIVE_TOOLS: dict[str, NativeTool] = declared()
 
 
