@@ -1,6 +1,7 @@
 """Config-as-code: agent definitions (YAML -> pydantic) and runtime settings. Pydantic only."""
 
-from config.agent import API_VERSION, TASK_KINDS, AgentConfig, parse_duration
+from config.agent import API_VERSION, TASK_KINDS, AgentConfig
+from config.fields import parse_duration
 from config.loader import AgentConfigError, load_agent_file, parse_agent
 from config.settings import Settings
 

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     ValidationInfo,
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
+
+from config.fields import Duration, ProblemPath, Strict, parse_duration, rule_error
+from config.surfaces import Surfaces
 
 API_VERSION = "openloop.ai/v1alpha1"
 
@@ -45,59 +44,10 @@ DEFAULT_PER_TASK_USD = 1.0
 # checked: an agent read back from the store or from a task's history was checked when applied.
 TOOLS_CONTEXT = "tool_permissions"
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-# GitHub's rules: owner 1-39 letters, digits or dashes (not first); repo letters, digits, . _ -
-_REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
-
-# A path inside the model (field names and list indexes) and what is wrong there.
-ProblemPath = tuple[str | int, ...]
 
 
-def rule_error(problems: list[tuple[ProblemPath, str]]) -> PydanticCustomError:
-    """One error carrying several problems, each with the path below the validated model.
-
-    Pydantic places a model validator's error at the model itself (e.g. `spec`); the loader
-    reads `ctx["problems"]` to point each problem at its own field and line instead.
-    """
-    summary = "; ".join(
-        f"{'.'.join(str(p) for p in path) or '(here)'}: {message}" for path, message in problems
-    )
-    context = {"summary": summary, "problems": problems}
-    return PydanticCustomError("config_rule", "{summary}", context)
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in a duration such as `90s`, `30m`, `72h`, `7d` or `1w`."""
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"{text!r} is not a duration; write a number and a unit, e.g. 90s, 30m, 72h, 7d")
-    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-
-
-def _duration_text(value: Any) -> Any:
-    """Reject non-text (`ttl: 72` reads as a number) and zero or unparseable durations early."""
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a duration; write a number and a unit, e.g. 90s, 30m, 72h, 7d")
-    if parse_duration(value) <= 0:
-        raise ValueError(f"{value!r} must be longer than zero")
-    return value
-
-
-Duration = Annotated[
-    str,
-    BeforeValidator(_duration_text),
-    Field(description="A duration such as 30m, 72h or 7d"),
-]
-
-
-class _Strict(BaseModel):
-    # Unknown keys are errors: a typo in a YAML key must not silently drop a rule.
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Metadata(_Strict):
+class Metadata(Strict):
     name: str = Field(description="Agent name: lowercase letters, digits and dashes")
     workspace: str = "default"
     description: str = ""
@@ -113,55 +63,6 @@ class Metadata(_Strict):
         return value
 
 
-class TriggerPolicy(_Strict):
-    """Who may start a task from a surface. An empty policy means everyone in the channel."""
-
-    everyone: bool = True
-    users: list[str] = []
-    usergroups: list[str] = []
-
-
-class SlackSurface(_Strict):
-    channels: list[str] = Field(min_length=1, description="Slack channel ids, e.g. C0123ABCD")
-    triggers: TriggerPolicy = TriggerPolicy()
-
-
-class GitHubCIWatch(_Strict):
-    enabled: bool = True
-    branches: list[str] = ["main"]
-    report_to: list[Literal["commit_comment", "pr_comment", "slack"]] = ["pr_comment"]
-
-
-class GitHubSurface(_Strict):
-    repos: list[str] = Field(min_length=1, description="owner/name of each repository")
-    handle: str = "@openloop"
-    allowed_associations: list[str] = ["OWNER", "MEMBER", "COLLABORATOR"]
-    allowed_bots: list[str] = []
-    ci: GitHubCIWatch = GitHubCIWatch(enabled=False)
-
-    @field_validator("repos")
-    @classmethod
-    def _owner_slash_name(cls, repos: list[str]) -> list[str]:
-        problems: list[tuple[ProblemPath, str]] = [
-            (
-                (index,),
-                f"{repo!r} is not a repository name; write owner/name, e.g. acme/platform "
-                "(letters, digits, dashes in the owner; letters, digits, . _ - in the name)",
-            )
-            for index, repo in enumerate(repos)
-            if not _REPO.match(repo) or repo.split("/")[1] in (".", "..")
-        ]
-        if problems:
-            raise rule_error(problems)
-        return repos
-
-
-class Surfaces(_Strict):
-    slack: SlackSurface | None = None
-    github: GitHubSurface | None = None
-    cli: bool = True
-
-
 class MemoryScope(StrEnum):
     CHANNEL = "channel"
     AGENT = "agent"
@@ -171,7 +72,7 @@ class MemoryScope(StrEnum):
 OFFLINE_EMBEDDING = "offline/hashing-256"
 
 
-class MemorySpec(_Strict):
+class MemorySpec(Strict):
     scope: MemoryScope = MemoryScope.CHANNEL
     backend: Literal["postgres"] = "postgres"
     retention_days: int = Field(default=90, ge=1)
@@ -193,7 +94,7 @@ class MemorySpec(_Strict):
         return embedding
 
 
-class RouteMatch(_Strict):
+class RouteMatch(Strict):
     task: str
 
     @field_validator("task")
@@ -204,12 +105,12 @@ class RouteMatch(_Strict):
         return task
 
 
-class ModelRoute(_Strict):
+class ModelRoute(Strict):
     match: RouteMatch
     model: str = Field(min_length=1)
 
 
-class ModelPolicy(_Strict):
+class ModelPolicy(Strict):
     default: str = Field(default="offline/demo", min_length=1)
     routes: list[ModelRoute] = []
     fallbacks: list[str] = []
@@ -223,7 +124,7 @@ class ModelPolicy(_Strict):
         return list(dict.fromkeys(ordered))
 
 
-class ToolGrant(_Strict):
+class ToolGrant(Strict):
     """A tool the agent may call, the permissions it is granted, and where it may write."""
 
     name: str = Field(min_length=1)
@@ -274,7 +175,7 @@ class ToolGrant(_Strict):
         return self
 
 
-class ApprovalsSpec(_Strict):
+class ApprovalsSpec(Strict):
     require_for: list[str] = []
     approvers: list[str] = []
     ttl: Duration = DEFAULT_APPROVAL_TTL
@@ -285,14 +186,14 @@ class ApprovalsSpec(_Strict):
         return parse_duration(self.ttl)
 
 
-class BudgetSpec(_Strict):
+class BudgetSpec(Strict):
     monthly_usd: float | None = Field(default=None, ge=0)
     per_task_usd: float = Field(default=DEFAULT_PER_TASK_USD, ge=0)
     per_channel_monthly_usd: float | None = Field(default=None, ge=0)
     on_exceeded: Literal["block", "warn"] = "block"
 
 
-class LimitsSpec(_Strict):
+class LimitsSpec(Strict):
     max_iterations: int = Field(default=DEFAULT_MAX_ITERATIONS, ge=1, le=1000)
     token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, ge=1)
     wall_clock: Duration = DEFAULT_WALL_CLOCK
@@ -303,7 +204,7 @@ class LimitsSpec(_Strict):
         return parse_duration(self.wall_clock)
 
 
-class AgentSpecBody(_Strict):
+class AgentSpecBody(Strict):
     instructions: str = "You are a helpful teammate. Be brief and concrete."
     surfaces: Surfaces = Surfaces()
     memory: MemorySpec = MemorySpec()
@@ -369,7 +270,7 @@ class AgentSpecBody(_Strict):
         return next((tool for tool in self.tools if tool.name == name), None)
 
 
-class AgentConfig(_Strict):
+class AgentConfig(Strict):
     apiVersion: Literal["openloop.ai/v1alpha1"]  # noqa: N815 - the YAML key
     kind: Literal["Agent"]
     metadata: Metadata

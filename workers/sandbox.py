@@ -16,6 +16,10 @@ PASSTHROUGH_MODULES = (
     # workflow logic (agent_task and its parts, approvals, agent_budget, retention) must
     # stay out.
     "workflows.types",
+    "workflows.task_basics",
+    "workflows.tool_call_types",
+    "workflows.model_call_types",
+    "workflows.message_types",
     "workflows.tool_catalog",
     "workflows.tool_catalog_v1",  # the frozen native specs of older tasks
     "workflows.prompts",

@@ -15,7 +15,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from activities.store.agents import list_agents
-from config.agent import parse_duration
+from config.fields import parse_duration
 
 TOP_TASKS = 20
 

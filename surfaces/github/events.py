@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.github.client import MARKER_PREFIX, bounded, strip_hidden
-from config.agent import GitHubSurface
+from config.surfaces import GitHubSurface
 
 COMMENT_EVENTS = ("issue_comment", "pull_request_review_comment")
 HANDLED_EVENTS = (*COMMENT_EVENTS, "workflow_run", "check_suite")

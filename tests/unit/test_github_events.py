@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from activities.github.client import marker, rate_limit_delay, strip_hidden
-from config.agent import GitHubCIWatch, GitHubSurface
+from config.surfaces import GitHubCIWatch, GitHubSurface
 from surfaces.github import events
 
 CONFIG = GitHubSurface(

@@ -1,0 +1,136 @@
+"""Signals and queries of a task, the surface activities' inputs (replies, approval
+requests) and the audit event: what people and surfaces exchange with a running task."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workflows.task_basics import BudgetUsage, SurfaceContext, TaskStatus
+
+
+@dataclass
+class AuditEvent:
+    task_id: str
+    step: int
+    key: str  # idempotency: one row per (task_id, key)
+    agent: str
+    workspace: str
+    channel: str
+    kind: str  # tool_refused | approval_requested | approval_granted | approval_denied | ...
+    actor: str
+    tool: str | None = None
+    arguments: dict[str, object] | None = None
+    outcome: str = ""
+    approver: str | None = None
+
+
+@dataclass
+class PostReplyInput:
+    task_id: str
+    context: SurfaceContext
+    text: str
+    status: TaskStatus
+    step: int
+
+
+@dataclass
+class ApprovalRequest:
+    """Shown to approvers and held in workflow state while the task waits."""
+
+    request_id: str
+    action_id: str
+    tool: str
+    arguments: dict[str, object]
+    approvers: list[str]
+    requested_at_iso: str
+    expires_at_iso: str
+    model: str
+    estimated_cost_usd: float
+
+
+@dataclass
+class PostApprovalRequestInput:
+    task_id: str
+    context: SurfaceContext
+    request: ApprovalRequest
+    agent_name: str
+
+
+@dataclass
+class PostApprovalRequestResult:
+    message_ref: str | None = None  # e.g. Slack channel:ts, to update when decided
+
+
+@dataclass
+class ResolveApprovalRequestInput:
+    task_id: str
+    context: SurfaceContext
+    request: ApprovalRequest
+    message_ref: str | None
+    outcome: str  # approved | denied | expired | cancelled
+    decided_by: str | None
+    decided_at_iso: str
+
+
+# Signals and queries -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    request_id: str
+    action_id: str
+    approver: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    user: str
+    text: str
+
+
+@dataclass(frozen=True)
+class CancelRequest:
+    by: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class BudgetExtension:
+    by: str
+    usd: float = 0.0
+    tokens: int = 0
+    iterations: int = 0
+
+
+@dataclass
+class StepRecord:
+    step: int
+    kind: str  # model | tool | approval | refused | stop | message
+    summary: str
+    at_iso: str
+    cost_usd: float = 0.0
+    actor: str | None = None
+
+
+@dataclass
+class TaskStatusView:
+    task_id: str
+    agent: str
+    status: TaskStatus
+    step: int
+    last_action: str
+    usage: BudgetUsage
+    limits: dict[str, float]
+    pending_approval: ApprovalRequest | None
+    reply: str
+
+
+@dataclass
+class Explanation:
+    task_id: str
+    status: TaskStatus
+    reason: str
+    next_action: str
+    steps: list[StepRecord]
+    decisions: list[str]
