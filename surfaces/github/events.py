@@ -17,6 +17,7 @@ from typing import Any
 
 from activities.github.client import MARKER_PREFIX, bounded, strip_hidden
 from config.surfaces import GitHubSurface
+from workflows.untrusted import wrap_untrusted
 
 COMMENT_EVENTS = ("issue_comment", "pull_request_review_comment")
 HANDLED_EVENTS = (*COMMENT_EVENTS, "workflow_run", "check_suite")
@@ -129,14 +130,18 @@ def _comment_decision(event: str, payload: dict[str, Any], config: GitHubSurface
     kind = "pull request" if is_pr else "issue"
     title = strip_hidden(str(target.get("title") or ""))
     # No "@" before the login: a reply quoting the request must not ping the person again.
-    lines = [f'{login} mentioned you on {kind} {repo}#{number} "{title}":', ""]
+    # The title and the diff come from whoever wrote the issue or the change: data, never
+    # instructions. The comment is the request of someone allowed to ask.
+    lines = [
+        f"{login} mentioned you on {kind} {repo}#{number}, titled:",
+        wrap_untrusted(title, f"github:{kind.replace(' ', '_')}_title"),
+        "",
+    ]
     if event == "pull_request_review_comment":
         hunk = str(comment.get("diff_hunk") or "").splitlines()[-MAX_DIFF_LINES:]
         lines += [
-            f"(review comment on {comment.get('path')} line {comment.get('line')})",
-            "```diff",
-            *(strip_hidden(line) or " " for line in hunk),
-            "```",
+            f"(review comment on {comment.get('path')} line {comment.get('line')}; the diff:)",
+            wrap_untrusted("\n".join(strip_hidden(line) or " " for line in hunk), "github:diff_hunk"),
             "",
         ]
     lines.append(bounded(text, MAX_REQUEST))
