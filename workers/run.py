@@ -33,7 +33,7 @@ import psycopg
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
 
-from activities.store.db import apply_migrations_async, close_pools, migration_files
+from activities.store.db import apply_migrations_async, close_pools, get_pool, migration_files
 from config.settings import Settings
 from workers.options import RunOptions, WorkerOptionsError, connect_from_env
 from workers.probe import REFRESH_SECONDS, ReadinessFiles
@@ -88,6 +88,7 @@ async def run_worker(
     try:
         client = await _retry("Temporal", lambda: connect_from_env(settings), stop)
         await _prepare_schema(database_url, options.apply_migrations, stop)
+        await _report_model_keys(database_url)
         limits = options.limits
         activity_slots = _or(limits.max_concurrent_activities, defaults.MAX_CONCURRENT_ACTIVITIES)
         worker = defaults.build_worker(
@@ -228,6 +229,16 @@ async def _prepare_schema(database_url: str, apply: bool, stop: asyncio.Event) -
             )
         log.warning("waiting for the migration Job to apply %s", ", ".join(pending))
         await _sleep_unless_stopped(5.0, stop)
+
+
+async def _report_model_keys(database_url: str) -> None:
+    """Say which models the applied agents name have no key here; never stops the start."""
+    from activities.llm.health import report_missing_keys
+
+    try:
+        await report_missing_keys(await get_pool(database_url))
+    except Exception as exc:  # noqa: BLE001 - a report, not a precondition
+        log.warning("could not check the agents' model keys: %s", exc)
 
 
 async def _heartbeat(client: Client, files: ReadinessFiles) -> None:

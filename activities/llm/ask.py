@@ -14,6 +14,7 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.llm import health
 from activities.llm import offline as offline_model
 from activities.llm.budget_hold import budget_hold
 from activities.llm.compaction import estimate_tokens
@@ -30,15 +31,21 @@ async def ask_with_fallbacks(
     inp: ModelCallInput, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
 ) -> ModelCallResult:
     """Try the policy's models in order; a model that cannot serve (auth, not found, outage,
-    a window too small) hands over to the next. If all fail, the first retryable error
-    decides the retry."""
+    a window too small) hands over to the next, and one without a key or whose provider
+    rejected its key lately is not asked at all (`health`). If all fail, the first retryable
+    error decides the retry."""
     failures: list[ApplicationError] = []
     for model in inp.models:
+        skipped = health.unavailable(model)
+        if skipped is not None:
+            failures.append(skipped)
+            continue
         try:
             return await ask(inp, model, messages, tools)
         except ApplicationError as err:
             if err.type == "BudgetRefused":
                 raise
+            health.observe(model, err)
             failures.append(err)
             activity.logger.warning("model %s failed: %s", model, err.message)
     retryable = [f for f in failures if not f.non_retryable]

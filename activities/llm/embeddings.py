@@ -78,7 +78,9 @@ async def embed(model: str, texts: list[str]) -> Embeddings:
 async def _litellm_embed(model: str, texts: list[str]) -> Embeddings:
     import litellm  # heavy: loaded only when a provider model is configured
 
-    from activities.llm.providers import API_BASE_ENV
+    from activities.llm.providers import API_BASE_ENV, quiet_litellm
+
+    quiet_litellm()
 
     # LiteLLM's OpenAI embedding path reads `max_retries or DEFAULT_MAX_RETRIES`, so an
     # explicit 0 turns into 2 SDK retries. Nothing in OpenLoop lets a client library retry

@@ -7,7 +7,9 @@ Temporal whether and when to retry.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -22,6 +24,27 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Where to send OpenAI-compatible calls instead of the provider's default (a gateway, a
 # local server, or the fake provider in the tests).
 API_BASE_ENV = "OPENLOOP_MODEL_API_BASE"
+
+
+# LiteLLM's loggers: below WARNING they only say what our own log already says.
+LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
+_quieted = False
+
+
+def quiet_litellm() -> None:
+    """Keep LiteLLM's banner ("Give Feedback / Get Help"), its debug hints and its info
+    logging out of the worker's output: our error classification says what went wrong.
+    Idempotent and cheap; called wherever LiteLLM is first used."""
+    global _quieted
+    if _quieted:
+        return
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.set_verbose = False
+    for name in LITELLM_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    _quieted = True
 
 
 @dataclass
@@ -52,6 +75,7 @@ def price_per_token(model: str) -> tuple[float, float] | None:
 async def call_provider(call: ProviderCall) -> ModelCallResult:
     import litellm
 
+    quiet_litellm()
     kwargs: dict[str, Any] = {
         "model": call.model,
         "messages": call.messages,
@@ -126,12 +150,31 @@ def key_variable(model: str) -> str:
     return f"{provider.upper()}_API_KEY"
 
 
+_MISSING_KEY = re.compile(
+    r"missing (credentials|[\w ]{0,20}api[ _]?key)|api[ _]?key (is )?(not set|missing|required)", re.I
+)
+
+
+def _missing_credentials(exc: Exception) -> bool:
+    """The provider was never asked: the client found no key to send."""
+    return bool(_MISSING_KEY.search(str(exc)[:500]))
+
+
 def classify_error(model: str, exc: Exception) -> ApplicationError:
     """Map a LiteLLM/provider exception to a retryable or non-retryable ApplicationError."""
     import litellm
 
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
+    if _missing_credentials(exc):
+        # LiteLLM reports some providers' missing key as a 500 (OpenAI) or a connection
+        # error (Gemini): it is the worker's configuration, not an outage.
+        return ApplicationError(
+            f"{model}: no API key: set {key_variable(model)} in the worker's environment, or "
+            "name another model in spec.model_policy",
+            type=ErrorType.MODEL_AUTH_ERROR,
+            non_retryable=True,
+        )
     if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError) or status in (
         401,
         403,

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from activities.llm import health
 from activities.llm.providers import API_BASE_ENV
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
@@ -14,6 +15,7 @@ from tests.fakes.model_api import FakeModelAPI
 def serving(server: FakeModelAPI, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModelAPI]:
     """Start `server` and send LiteLLM's requests to it, with a test key, until the test ends."""
     server.start()
+    health.forget()  # a provider another test made cool down is asked again
     monkeypatch.setenv(API_BASE_ENV, server.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     yield server
