@@ -20,17 +20,20 @@ from pydantic import ValidationError
 
 from config.agent import TOOLS_CONTEXT, AgentConfig
 from config.problems import AgentConfigError, ConfigProblem, Loc, expand_error, field_path
+from config.seed_form import expand
 
 __all__ = [
     "EXAMPLES_DIR",
     "AgentConfigError",
     "ConfigProblem",
+    "converted_documents",
     "example_agent",
     "field_path",
     "load_agent_documents",
     "load_agent_file",
     "parse_agent",
     "parse_agent_documents",
+    "value_location",
 ]
 
 # The runnable tools and the permission each needs (`activities.tools.catalog.tool_permissions`).
@@ -119,6 +122,14 @@ def _documents(text: str, source: str) -> list[tuple[yaml.Node, Any]]:
 
 
 def _validate(node: yaml.Node, data: Any, source: str, document: int | None, tools: Tools) -> AgentConfig:
+    return _validate_expanded(node, data, source, document, tools)[0]
+
+
+def _validate_expanded(
+    node: yaml.Node, data: Any, source: str, document: int | None, tools: Tools
+) -> tuple[AgentConfig, dict[str, Any]]:
+    """The agent and its data in today's form (the seed form's shapes rewritten by
+    `config.seed_form`); every problem at the line the user wrote, group or list item."""
     if not isinstance(data, dict):
         line = node.start_mark.line + 1
         raise AgentConfigError(
@@ -137,18 +148,23 @@ def _validate(node: yaml.Node, data: Any, source: str, document: int | None, too
         ConfigProblem(source, line, field_path(loc), message, document)
         for loc, line, message in _duplicate_keys(node)
     ]
+    expansion = expand(data, tools)
+    found = list(expansion.problems)
     config: AgentConfig | None = None
     try:
-        config = AgentConfig.model_validate(data, context=None if tools is None else {TOOLS_CONTEXT: tools})
+        config = AgentConfig.model_validate(
+            expansion.data, context=None if tools is None else {TOOLS_CONTEXT: tools}
+        )
     except ValidationError as exc:
         for error in exc.errors():
-            for loc, message in expand_error(dict(error)):
-                problems.append(
-                    ConfigProblem(source, _line_of(node, loc), field_path(loc), message, document)
-                )
+            found += [(expansion.original(loc), message) for loc, message in expand_error(dict(error))]
+    for loc, message in found:
+        problems.append(ConfigProblem(source, _line_of(node, loc), field_path(loc), message, document))
     if problems or config is None:
-        raise AgentConfigError(sorted(problems, key=lambda p: (p.line or 0, p.field)))
-    return config
+        # A problem in a group shows once per tool it grants: report it once.
+        unique = list(dict.fromkeys(problems))
+        raise AgentConfigError(sorted(unique, key=lambda p: (p.line or 0, p.field)))
+    return config, expansion.data
 
 
 def parse_agent_documents(text: str, source: str = "<string>", *, tools: Tools = None) -> list[AgentConfig]:
@@ -196,6 +212,55 @@ def parse_agent(text: str, source: str = "<string>", *, tools: Tools = None) -> 
         )
     node, data = documents[0]
     return _validate(node, data, source, None, tools)
+
+
+def converted_documents(path: str | Path, *, tools: Mapping[str, str]) -> list[dict[str, Any]]:
+    """Every agent in a file as data in today's form, once all of them validate."""
+    source = str(path)
+    documents = _documents(_read(Path(path)), source)
+    if not documents:
+        raise AgentConfigError([ConfigProblem(source, None, "", "no agent documents: the file is empty")])
+    several = len(documents) > 1
+    converted: list[dict[str, Any]] = []
+    problems: list[ConfigProblem] = []
+    for number, (node, data) in enumerate(documents, start=1):
+        try:
+            converted.append(_validate_expanded(node, data, source, number if several else None, tools)[1])
+        except AgentConfigError as exc:
+            problems += exc.problems
+    if problems:
+        raise AgentConfigError(problems)
+    return converted
+
+
+def _find_value(node: yaml.Node, value: str, loc: Loc = ()) -> tuple[int, Loc] | None:
+    if isinstance(node, yaml.ScalarNode):
+        return (node.start_mark.line + 1, loc) if node.value == value else None
+    items: list[tuple[str | int, yaml.Node]]
+    if isinstance(node, yaml.SequenceNode):
+        items = list(enumerate(node.value))
+    elif isinstance(node, yaml.MappingNode):
+        items = [(str(getattr(key, "value", "")), item) for key, item in node.value]
+    else:
+        return None
+    for key, item in items:
+        found = _find_value(item, value, (*loc, key))
+        if found is not None:
+            return found
+    return None
+
+
+def value_location(path: str | Path, document: int, value: str) -> tuple[int | None, str]:
+    """Line and field path of the first `value` in the `document`-th (0-based) agent of a
+    file, as the user wrote it: for problems found after loading (a Slack name at apply)."""
+    try:
+        documents = _documents(_read(Path(path)), str(path))
+    except AgentConfigError:
+        return None, ""
+    if document >= len(documents):
+        return None, ""
+    found = _find_value(documents[document][0], value)
+    return (found[0], field_path(found[1])) if found else (None, "")
 
 
 def _read(path: Path) -> str:

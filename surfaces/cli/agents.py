@@ -1,4 +1,4 @@
-"""`openloop agents …`: validate, apply, list and show versioned agent definitions.
+"""`openloop agents …`: validate, apply, convert, list and show versioned agent definitions.
 
 `validate` needs no database. The others use the Postgres that `openloop up` started (or
 `OPENLOOP_DATABASE_URL`); without one they say so in one line and exit with code 2.
@@ -33,12 +33,16 @@ from activities.store.agents import (
 from activities.tools.catalog import tool_permissions, unguarded_writes
 from config.agent import AgentConfig
 from config.loader import AgentConfigError, ConfigProblem, load_agent_documents
+from surfaces.cli.agent_forms import convert, resolve_loaded
 from surfaces.cli.agent_views import show_json, show_yaml, surfaces_summary
 from surfaces.cli.agents_db import fail, with_database
 
 EXIT_INVALID = 1
 
-agents_app = typer.Typer(help="Agent definitions: validate, apply, list, show.", no_args_is_help=True)
+agents_app = typer.Typer(
+    help="Agent definitions: validate, apply, convert, list, show.", no_args_is_help=True
+)
+agents_app.command()(convert)
 
 FilesOption = Annotated[
     list[Path],
@@ -124,8 +128,9 @@ def _who() -> str:
 @agents_app.command()
 def validate(files: FilesOption) -> None:
     """Check agent files without applying them: each file OK, or each problem with its line."""
-    _, all_good = _load_all(files)
-    if not all_good:
+    loaded, all_good = _load_all(files)
+    _, names_good = resolve_loaded(loaded, required=False)
+    if not (all_good and names_good):
         raise typer.Exit(EXIT_INVALID)
 
 
@@ -135,6 +140,9 @@ def apply(files: FilesOption) -> None:
     loaded, all_good = _load_all(files)
     if not all_good:
         raise fail("nothing applied: fix the problems above first", EXIT_INVALID)
+    loaded, names_good = resolve_loaded(loaded, required=True)  # #channel, @handle -> Slack ids
+    if not names_good:
+        raise fail("nothing applied: fix the Slack names above first", EXIT_INVALID)
     configs = [config for _, in_file in loaded for config in in_file]
     clashes = [p for i, c in enumerate(configs) for p in binding_conflicts(c, configs[:i])]
     if clashes:

@@ -40,6 +40,8 @@ class _State:
     messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
     usergroups: dict[str, list[str]] = field(default_factory=dict)
+    usergroup_handles: dict[str, str] = field(default_factory=dict)
+    channels: dict[str, dict[str, Any]] = field(default_factory=dict)
     reactions: dict[tuple[str, str], list[str]] = field(default_factory=dict)
     ephemerals: list[dict[str, Any]] = field(default_factory=list)
     rate_limits: dict[str, list[int]] = field(default_factory=dict)
@@ -143,9 +145,24 @@ class FakeSlack:
                 "profile": {"real_name": real_name or name, "display_name": display_name},
             }
 
-    def set_usergroup(self, group_id: str, users: list[str]) -> None:
+    def set_usergroup(self, group_id: str, users: list[str], handle: str = "") -> None:
         with self._lock:
             self._state.usergroups[group_id] = list(users)
+            if handle:
+                self._state.usergroup_handles[group_id] = handle
+
+    def add_channel(
+        self, channel_id: str, name: str, *, is_private: bool = False, archived: bool = False
+    ) -> None:
+        """A channel `conversations.list` shows (messages need no channel added first)."""
+        with self._lock:
+            self._state.channels[channel_id] = {
+                "id": channel_id,
+                "name": name,
+                "is_channel": True,
+                "is_private": is_private,
+                "is_archived": archived,
+            }
 
     def add_message(
         self,
@@ -341,7 +358,9 @@ class FakeSlack:
         self._state.ephemerals.append({**args, "message_ts": ts})
         return {"ok": True, "message_ts": ts}
 
-    def _page(self, items: list[dict[str, Any]], args: dict[str, Any]) -> dict[str, Any]:
+    def _page(
+        self, items: list[dict[str, Any]], args: dict[str, Any], key: str = "messages"
+    ) -> dict[str, Any]:
         limit = int(args.get("limit") or 100)
         if self.page_size:
             limit = min(limit, self.page_size)
@@ -353,7 +372,7 @@ class FakeSlack:
         with_metadata = _truthy(args.get("include_all_metadata"))
         return {
             "ok": True,
-            "messages": [_public(m, with_metadata) for m in page],
+            key: [_public(m, with_metadata) for m in page],
             "has_more": more,
             "response_metadata": {"next_cursor": next_cursor},
         }
@@ -375,6 +394,32 @@ class FakeSlack:
     def _m_users_info(self, args: dict[str, Any]) -> dict[str, Any]:
         user = self._state.users.get(str(args.get("user")))
         return {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+
+    def _m_conversations_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        types = str(args.get("types") or "public_channel").split(",")
+        shown = [
+            c
+            for c in self._state.channels.values()
+            if ("private_channel" if c["is_private"] else "public_channel") in types
+            and not (c["is_archived"] and _truthy(args.get("exclude_archived")))
+        ]
+        return self._page(sorted(shown, key=lambda c: c["id"]), args, "channels")
+
+    def _m_users_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        return self._page(sorted(self._state.users.values(), key=lambda u: u["id"]), args, "members")
+
+    def _m_usergroups_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        groups = [
+            {
+                "id": group_id,
+                "team_id": TEAM,
+                "handle": self._state.usergroup_handles.get(group_id, group_id.lower()),
+                "date_delete": 0,
+                **({"users": users} if _truthy(args.get("include_users")) else {}),
+            }
+            for group_id, users in sorted(self._state.usergroups.items())
+        ]
+        return {"ok": True, "usergroups": groups}
 
     def _m_usergroups_users_list(self, args: dict[str, Any]) -> dict[str, Any]:
         users = self._state.usergroups.get(str(args.get("usergroup")))

@@ -1,0 +1,120 @@
+"""`openloop agents convert`, and the Slack names `validate` and `apply` resolve.
+
+`convert` prints an agent file in the other form: the seed form (surface lists, tool groups,
+approvals by permission; see `config.seed_form`) as today's form, or `--to seed` back.
+`resolve_loaded` turns `#channel` and `@handle` into Slack ids through the Slack API
+(`activities.slack.names`); `apply` needs it to succeed, `validate` without a Slack token
+only says which names will be resolved at apply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import aiohttp
+import typer
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from slack_sdk.errors import SlackApiError
+
+from activities.slack.client import bot_client, error_code
+from activities.slack.names import NameProblem, SlackNames, names_in, resolve_names
+from activities.tools.catalog import tool_permissions
+from config.agent import AgentConfig
+from config.loader import AgentConfigError, ConfigProblem, converted_documents, value_location
+from config.seed_form import to_seed_form
+from config.settings import Settings
+
+Loaded = list[tuple[Path, list[AgentConfig]]]
+
+# The scopes the three listings need, named when Slack refuses one.
+NAME_SCOPES = "channels:read, groups:read, users:read, usergroups:read"
+
+
+class Form(StrEnum):
+    CURRENT = "current"
+    SEED = "seed"
+
+
+def convert(
+    file: Annotated[Path, typer.Option("--file", "-f", help="Agent YAML file (one or more documents).")],
+    to: Annotated[
+        Form, typer.Option("--to", help="current: today's form (from either); seed: the seed form's shapes.")
+    ] = Form.CURRENT,
+) -> None:
+    """Print an agent file in the other form (comments are not kept)."""
+    tools = tool_permissions()
+    try:
+        documents = converted_documents(file, tools=tools)
+    except AgentConfigError as exc:
+        console = Console(stderr=True, highlight=False)
+        for problem in exc.problems:
+            console.print(f"[red]✗[/red] {escape(str(problem))}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    if to is Form.SEED:
+        documents = [to_seed_form(d, tools) for d in documents]
+    typer.echo(yaml.safe_dump_all(documents, sort_keys=False, allow_unicode=True).rstrip("\n"))
+
+
+def _problem(path: Path, document: int, found: NameProblem) -> ConfigProblem:
+    line, field = value_location(path, document, found.name)
+    return ConfigProblem(str(path), line, field or ".".join(str(p) for p in found.loc), found.message)
+
+
+async def _resolve_all(loaded: Loaded, settings: Settings) -> tuple[Loaded, list[ConfigProblem]]:
+    names = SlackNames(bot_client(settings))
+    resolved: Loaded = []
+    problems: list[ConfigProblem] = []
+    for path, configs in loaded:
+        mine: list[AgentConfig] = []
+        for document, config in enumerate(configs):
+            config, found = await resolve_names(config, names)
+            problems += [_problem(path, document, f) for f in found]
+            mine.append(config)
+        resolved.append((path, mine))
+    return resolved, problems
+
+
+def resolve_loaded(loaded: Loaded, *, required: bool) -> tuple[Loaded, bool]:
+    """The agents with Slack names replaced by ids, and whether every name resolved.
+
+    Without a Slack token: `required` (apply) fails naming each name; otherwise (validate)
+    the names are accepted with a note that apply will resolve them."""
+    console = Console(highlight=False)
+    pending = {path: [n for c in configs for n in names_in(c)] for path, configs in loaded}
+    if not any(pending.values()):
+        return loaded, True
+    settings = Settings.from_env()
+    if settings.slack_bot_token is None:
+        for path, names in pending.items():
+            if not names:
+                continue
+            shown = escape(", ".join(dict.fromkeys(names)))
+            if required:
+                console.print(
+                    f"[red]✗[/red] {escape(str(path))}: cannot resolve {shown}: SLACK_BOT_TOKEN is not "
+                    "set; set it (the names are looked up in Slack at apply) or write the ids",
+                    soft_wrap=True,
+                )
+            else:
+                console.print(f"  note: {shown} will be resolved through Slack at apply", soft_wrap=True)
+        return loaded, not required
+    try:
+        resolved, problems = asyncio.run(_resolve_all(loaded, settings))
+    except SlackApiError as exc:
+        console.print(
+            f"[red]✗[/red] cannot read Slack names ({escape(error_code(exc))}); the bot token needs "
+            f"{NAME_SCOPES}",
+            soft_wrap=True,
+        )
+        return loaded, False
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        console.print(f"[red]✗[/red] cannot reach Slack to resolve names: {escape(str(exc))}", soft_wrap=True)
+        return loaded, False
+    for problem in problems:
+        console.print(f"[red]✗[/red] {escape(str(problem))}", soft_wrap=True)
+    return resolved, not problems
