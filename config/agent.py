@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from config.fields import Duration, ProblemPath, Strict, parse_duration, rule_error
+from config.mcp import McpServer, patterns_overlap
 from config.surfaces import Surfaces
 
 API_VERSION = "openloop.ai/v1alpha1"
@@ -145,8 +146,8 @@ class ToolGrant(Strict):
                 [
                     (
                         ("type",),
-                        f"{self.name!r}: this runtime cannot run MCP tools yet, and a task "
-                        "would silently lose it; remove the tool (or use a native one)",
+                        f"{self.name!r}: MCP tools come from spec.mcp_servers (with their allow "
+                        "list), not spec.tools; move it there",
                     )
                 ]
             )
@@ -210,6 +211,7 @@ class AgentSpecBody(Strict):
     memory: MemorySpec = MemorySpec()
     model_policy: ModelPolicy = ModelPolicy()
     tools: list[ToolGrant] = []
+    mcp_servers: list[McpServer] = []
     approvals: ApprovalsSpec = ApprovalsSpec()
     budget: BudgetSpec = BudgetSpec()
     limits: LimitsSpec = LimitsSpec()
@@ -228,13 +230,18 @@ class AgentSpecBody(Strict):
                         f"{name!r} is already listed as tools[{names.index(name)}]; list each tool once",
                     )
                 )
+        servers = [server.name for server in self.mcp_servers]
+        for index, name in enumerate(servers):
+            if name in servers[:index]:
+                problems.append((("mcp_servers", index, "name"), f"{name!r} is already an MCP server here"))
         for index, gated in enumerate(self.approvals.require_for):
-            if gated not in names:
+            if gated not in names and not self._gates_an_mcp_tool(gated):
                 problems.append(
                     (
                         ("approvals", "require_for", index),
                         f"{gated!r} is not one of this agent's tools "
-                        f"({', '.join(names) or 'none'}); add it to spec.tools or remove the rule",
+                        f"({', '.join(names + [f'{s}.*' for s in servers]) or 'none'}); add it to "
+                        "spec.tools (or an MCP server's allow list) or remove the rule",
                     )
                 )
         # limit_to narrows a tool to some of the agent's channels or repositories; an agent
@@ -268,6 +275,15 @@ class AgentSpecBody(Strict):
 
     def tool(self, name: str) -> ToolGrant | None:
         return next((tool for tool in self.tools if tool.name == name), None)
+
+    def mcp_server(self, name: str) -> McpServer | None:
+        return next((server for server in self.mcp_servers if server.name == name), None)
+
+    def _gates_an_mcp_tool(self, gated: str) -> bool:
+        """`server.tool` or `server.glob` where the server allows a tool that can match."""
+        server_name, _, tool = gated.partition(".")
+        server = self.mcp_server(server_name)
+        return server is not None and any(patterns_overlap(tool, allowed) for allowed in server.allow)
 
 
 class AgentConfig(Strict):

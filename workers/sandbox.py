@@ -20,6 +20,7 @@ PASSTHROUGH_MODULES = (
     "workflows.tool_call_types",
     "workflows.model_call_types",
     "workflows.message_types",
+    "workflows.mcp_types",
     "workflows.tool_catalog",
     "workflows.tool_catalog_v1",  # the frozen native specs of older tasks
     "workflows.prompts",

@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.llm.model_activities import call_model
+from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
 from activities.store import store_activities
 from activities.surface_activities import (
     post_approval_request,
@@ -39,6 +40,8 @@ WORKFLOWS: Sequence[type] = (AgentTaskWorkflow, MemoryRetentionWorkflow, AgentBu
 ACTIVITIES: Sequence[Callable[..., Any]] = (
     call_model,
     run_tool,
+    call_mcp_tool,
+    list_mcp_tools,
     store_activities.recall,
     store_activities.purge_expired_memories,
     store_activities.record_audit,

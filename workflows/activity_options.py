@@ -21,7 +21,7 @@ NON_RETRYABLE_MODEL_ERRORS = [
     ErrorType.PROMPT_TOO_LARGE.value,  # no retry makes it fit: the workflow must shrink it
 ]
 # A tool or surface that is not configured stays so until someone fixes the config.
-NON_RETRYABLE_TOOL_ERRORS = [ErrorType.TOOL_CONFIG_ERROR.value]
+NON_RETRYABLE_TOOL_ERRORS = [ErrorType.TOOL_CONFIG_ERROR.value, ErrorType.MCP_PROTOCOL_ERROR.value]
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -76,4 +76,25 @@ LOCAL_TOOL_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),
     "retry_policy": TOOL_RETRY,
     "summary": "tool call (local)",
+}
+# An MCP server that is down is retried a few times with backoff (about 2 minutes in all),
+# then the task hears that the call failed; each attempt connects, calls and closes.
+MCP_CALL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=6,
+    non_retryable_error_types=NON_RETRYABLE_TOOL_ERRORS,
+)
+MCP_CALL_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(minutes=2),
+    "retry_policy": MCP_CALL_RETRY,
+    "summary": "MCP tool call",
+}
+# Listing reports each server's own failure in its result; the activity itself is retried
+# only when the worker cannot run it.
+MCP_LIST_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(minutes=2),
+    "retry_policy": RetryPolicy(maximum_attempts=3, non_retryable_error_types=NON_RETRYABLE_TOOL_ERRORS),
+    "summary": "list MCP tools",
 }

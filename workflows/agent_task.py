@@ -69,6 +69,7 @@ class AgentTaskWorkflow:
         self.runs = carried.runs
         self.continuations = carried.continuations
         self.reply = ""
+        self.notices: list[str] = []  # said before the answer (an MCP server that was down)
         self.cancellation = Cancellation()
         self.record = TaskRecord(carried.step, list(carried.decisions))
         self.meter = UsageMeter(inp.agent, carried.usage)
@@ -155,13 +156,13 @@ class AgentTaskWorkflow:
 
     @workflow.run
     async def run(self, inp: TaskInput) -> TaskResult:
-        if not self.started_at_iso:
-            self.started_at_iso = workflow.now().isoformat()
-            self.record.decide(
-                f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}"
-            )
-            await self._begin()
         try:
+            if not self.started_at_iso:
+                self.started_at_iso = workflow.now().isoformat()
+                self.record.decide(
+                    f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}"
+                )
+                await self._begin()
             status, reason = await self._steps()
         except TaskStop as stop:
             status, reason = stop.status, stop.reason
@@ -187,6 +188,7 @@ class AgentTaskWorkflow:
             **LOCAL_OPTIONS,
         )
         self.record.record("recall", f"recalled {len(memories.items)} memories")
+        self.notices = await self.tools.list_mcp_tools()
         first = [ChatMessage("system", prompts.system_prompt(self.agent, self.inp.context))]
         if memories.items:
             first.append(ChatMessage("user", prompts.recalled_memories(memories.items, scope.scope)))
@@ -249,7 +251,7 @@ class AgentTaskWorkflow:
 
     async def _finish(self, status: TaskStatus, reason: str) -> TaskResult:
         await self.gate.close("cancelled" if status == TaskStatus.CANCELLED else "expired")
-        text = self.reply.strip()
+        text = "\n\n".join(part for part in [*self.notices, self.reply.strip()] if part)
         if status != TaskStatus.SUCCESS:
             text = (text + "\n\n" if text else "") + status_line(status, reason)
         if workflow.patched(STATUS_AFTER_REPLY):
@@ -305,6 +307,6 @@ class AgentTaskWorkflow:
                 carried=carried,
                 max_steps_per_run=self.inp.max_steps_per_run,
                 follow_up_seconds=self.inp.follow_up_seconds,
-                tools=self.inp.tools,
+                tools=self.tools.tools.specs,  # with the MCP tools listed at the start
             )
         )

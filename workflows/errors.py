@@ -36,3 +36,7 @@ class ErrorType(StrEnum):
     GITHUB_RATE_LIMITED = "GitHubRateLimited"  # retried after GitHub's reset time
     GITHUB_SERVER_ERROR = "GitHubServerError"  # 5xx: retried
     GITHUB_REQUEST_REJECTED = "GitHubRequestRejected"  # 4xx on a surface write: not retried
+
+    # MCP servers (activities.mcp).
+    MCP_UNAVAILABLE = "McpUnavailable"  # cannot connect, timed out: retried
+    MCP_PROTOCOL_ERROR = "McpProtocolError"  # the server answered with a protocol error: not retried

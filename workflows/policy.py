@@ -4,6 +4,7 @@ approve, and the action id that binds a decision to exact arguments.
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 from dataclasses import dataclass
@@ -41,9 +42,15 @@ def check_tool_call(
     if definition is None:
         known = ", ".join(t.name for t in agent.spec.tools) or "none"
         return ToolCheck(False, None, {}, f"unknown tool {name!r}; tools you have: {known}", "unknown")
-    if granted is None:
+    if definition.mcp_server is not None:
+        # An MCP tool is in the task's specs only because its server's allow list named it.
+        if agent.spec.mcp_server(definition.mcp_server) is None:
+            return ToolCheck(
+                False, definition, {}, f"tool {name!r} is not enabled for this agent", "not_allowed"
+            )
+    elif granted is None:
         return ToolCheck(False, definition, {}, f"tool {name!r} is not enabled for this agent", "not_allowed")
-    if definition.permission not in granted.permissions:
+    elif definition.permission not in granted.permissions:
         return ToolCheck(
             False,
             definition,
@@ -70,7 +77,8 @@ def check_tool_call(
 
 
 def needs_approval(agent: AgentConfig, tool: str) -> bool:
-    return tool in agent.spec.approvals.require_for
+    """Named in approvals.require_for, by name or by a glob such as `fs.*`."""
+    return any(fnmatch.fnmatchcase(tool, rule) for rule in agent.spec.approvals.require_for)
 
 
 def may_approve(agent: AgentConfig, approver: str) -> bool:

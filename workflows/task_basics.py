@@ -20,6 +20,8 @@ class ActivityName:
     POST_APPROVAL_REQUEST = "openloop.surface.post_approval_request"
     RESOLVE_APPROVAL_REQUEST = "openloop.surface.resolve_approval_request"
     TASK_STARTED = "openloop.surface.task_started"
+    MCP_LIST_TOOLS = "openloop.mcp.list_tools"
+    MCP_CALL_TOOL = "openloop.mcp.call_tool"
 
 
 class TaskStatus(StrEnum):

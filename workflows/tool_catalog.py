@@ -35,6 +35,25 @@ class WriteBound(StrEnum):
     GITHUB_REPOS = "github_repos"  # spec.surfaces.github.repos
 
 
+def canonical_schema(node: Any, names: bool = False) -> Any:
+    """A JSON schema without titles, and with `x: T | None = None` made "may be omitted"
+    (the model should not send null). `names`: the keys here are property names (one may be
+    called "title"), not keywords."""
+    if isinstance(node, list):
+        return [canonical_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if names:
+        return {key: canonical_schema(value) for key, value in node.items()}
+    out = {key: canonical_schema(value, key == "properties") for key, value in node.items() if key != "title"}
+    variants = out.get("anyOf")
+    if isinstance(variants, list) and {"type": "null"} in variants and out.get("default", 0) is None:
+        rest = [variant for variant in variants if variant != {"type": "null"}]
+        del out["anyOf"], out["default"]
+        out.update(rest[0] if len(rest) == 1 else {"anyOf": rest})
+    return out
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -64,6 +83,11 @@ class ToolSpec:
     @property
     def local(self) -> bool:
         return self.runs == ToolRuns.LOCAL
+
+    @property
+    def mcp_server(self) -> str | None:
+        """The MCP server this tool comes from (`mcp:linear` -> linear), if any."""
+        return self.source.removeprefix("mcp:") if self.source.startswith("mcp:") else None
 
     @property
     def model_name(self) -> str:
@@ -99,6 +123,13 @@ class ToolSet:
 
     def get(self, name: str) -> ToolSpec | None:
         return self._by_name.get(name)
+
+    def add(self, specs: list[ToolSpec]) -> None:
+        """Tools listed at the task's start (MCP); a name already here keeps its first spec."""
+        for spec in specs:
+            if spec.name not in self._by_name:
+                self.specs.append(spec)
+                self._by_name[spec.name] = spec
 
     @property
     def names(self) -> list[str]:

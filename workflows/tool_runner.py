@@ -14,8 +14,14 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import policy
-    from workflows.activity_options import LOCAL_TOOL_OPTIONS, TOOL_OPTIONS
-    from workflows.tool_catalog import ToolSet, catalog_tool_name, model_tool_name
+    from workflows.activity_options import (
+        LOCAL_TOOL_OPTIONS,
+        MCP_CALL_OPTIONS,
+        MCP_LIST_OPTIONS,
+        TOOL_OPTIONS,
+    )
+    from workflows.mcp_types import McpCallInput, McpListInput, McpListResult
+    from workflows.tool_catalog import ToolSet, ToolSpec, catalog_tool_name, model_tool_name
     from workflows.types import (
         ActivityName,
         ApprovalRecord,
@@ -67,8 +73,10 @@ class ToolRunner:
 
     @property
     def names(self) -> list[str]:
-        """The tools the model is offered, in the order the agent's config lists them."""
-        return [grant.name for grant in self.agent.spec.tools if self.tools.get(grant.name) is not None]
+        """The tools the model is offered: the granted native ones in the order the agent's
+        config lists them, then those its MCP servers listed at the task's start."""
+        native = [grant.name for grant in self.agent.spec.tools if self.tools.get(grant.name) is not None]
+        return native + [spec.name for spec in self.tools.specs if spec.mcp_server is not None]
 
     async def handle(self, call: ToolCall, position: int) -> str:
         """Validate, authorise, maybe wait for approval, run. Returns ok|invalid|refused|denied|failed."""
@@ -138,9 +146,12 @@ class ToolRunner:
             self.inp.task_id, self.record.step, key, name, arguments, self.inp.context, self.memory, approval
         )
         spec = self.tools.get(name)
+        result: ToolCallResult
         try:
-            if spec is not None and spec.local:
-                result: ToolCallResult = await workflow.execute_local_activity(
+            if spec is not None and spec.mcp_server is not None:
+                result = await self._call_mcp(spec, tool_input)
+            elif spec is not None and spec.local:
+                result = await workflow.execute_local_activity(
                     ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
                 )
             else:
@@ -152,6 +163,51 @@ class ToolRunner:
         self._tell_model(call, result.output, result.output_ref)
         self._ran(name, arguments, result)
         return "ok" if result.ok else "failed"
+
+    async def list_mcp_tools(self) -> list[str]:
+        """Add the allowed tools of the agent's MCP servers to this task's specs, once, at its
+        start; returns what people should hear about servers that could not be listed."""
+        servers = list(self.agent.spec.mcp_servers)
+        if not servers:
+            return []
+        listed: McpListResult = await workflow.execute_activity(
+            ActivityName.MCP_LIST_TOOLS,
+            McpListInput(self.inp.task_id, servers),
+            result_type=McpListResult,
+            **MCP_LIST_OPTIONS,
+        )
+        self.tools.add(listed.specs)
+        notices = []
+        for status in listed.servers:
+            if status.ok:
+                self.record.record("tool", f"MCP server {status.name}: {status.tools} tool(s) allowed")
+                continue
+            server = self.agent.spec.mcp_server(status.name)
+            if server is not None and server.required:
+                raise TaskStop(
+                    TaskStatus.ERROR,
+                    f"the required MCP server {status.name} is unavailable: {status.problem}",
+                )
+            notice = (
+                f"The MCP server {status.name} was unavailable when this task started "
+                f"({status.problem}), so its tools were not used."
+            )
+            self.record.decide(notice)
+            notices.append(notice)
+        return notices
+
+    async def _call_mcp(self, spec: ToolSpec, tool_input: ToolCallInput) -> ToolCallResult:
+        server = self.agent.spec.mcp_server(spec.mcp_server or "")
+        if server is None:  # the spec came from a server the agent no longer names
+            return ToolCallResult(
+                ok=False, output=f"Error: {spec.name} is not available", error_kind="failed"
+            )
+        remote_name = spec.name.removeprefix(f"{server.name}.")
+        call = McpCallInput(tool_input, server, remote_name, spec.sha256)
+        result: ToolCallResult = await workflow.execute_activity(
+            ActivityName.MCP_CALL_TOOL, call, result_type=ToolCallResult, **MCP_CALL_OPTIONS
+        )
+        return result
 
     def _tell_model(self, call: ToolCall, content: str, ref: str | None = None) -> None:
         self.conversation.add_tool_result(

@@ -18,12 +18,15 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 
 from activities.llm.ask import ask_with_fallbacks
 from activities.llm.transcript_step import PreparedCall, prepare_call, record_answer
 from activities.runtime import runtime
-from activities.tools.catalog import model_tools
+from activities.store import task_tools
+from activities.tools.catalog import NATIVE_TOOLS, model_tools
+from workflows.tool_catalog import model_tool_name
 from workflows.types import ActivityName, ModelCallInput, ModelCallResult
 
 __all__ = ["HEARTBEAT_EVERY_SECONDS", "PreparedCall", "call_model", "prepare_call", "record_answer"]
@@ -38,7 +41,8 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
     if prepared.cached is not None:
         return prepared.cached
     async with _heartbeating():
-        result = await ask_with_fallbacks(inp, prepared.messages, model_tool_schemas(inp.tool_names))
+        tools = await _offered_tools(pool, inp)
+        result = await ask_with_fallbacks(inp, prepared.messages, tools)
     result.tool_results = prepared.tool_results
     if result.finish_reason == "budget":
         # Nothing was asked: store no answer (nor a summary instruction), so the call that
@@ -54,6 +58,16 @@ def model_tool_schemas(names: list[str]) -> list[dict[str, Any]]:
     """The tools the model is offered, in the provider's (OpenAI) format; unknown names are
     left out. The one place that reads the tool catalog for the model."""
     return [dict(schema) for schema in model_tools(names)]
+
+
+async def _offered_tools(pool: AsyncConnectionPool, inp: ModelCallInput) -> list[dict[str, Any]]:
+    """Native tools from the catalog; the rest (MCP) as the task's start listed them."""
+    native = model_tool_schemas(inp.tool_names)
+    others = [name for name in inp.tool_names if name not in NATIVE_TOOLS]
+    listed = await task_tools.load_specs(pool, inp.task_id, others)
+    by_name = {schema["function"]["name"]: schema for schema in native}
+    by_name |= {spec.model_name: spec.openai_schema() for spec in listed.values()}
+    return [by_name[model_tool_name(name)] for name in inp.tool_names if model_tool_name(name) in by_name]
 
 
 @contextlib.asynccontextmanager

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from activities.runtime import Runtime
-from workflows.tool_catalog import ToolRuns, ToolSpec, WriteBound
+from workflows.tool_catalog import ToolRuns, ToolSpec, WriteBound, canonical_schema
 from workflows.types import AuditEvent, ToolCallInput, ToolCallResult
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -107,25 +107,7 @@ def declared() -> dict[str, NativeTool]:
 
 def arguments_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema, canonical: no titles, optional arguments omitted not null."""
-    return _canonical(model.model_json_schema())
-
-
-def _canonical(node: Any, names: bool = False) -> Any:
-    """`names`: the keys here are property names (one may be called "title"), not keywords."""
-    if isinstance(node, list):
-        return [_canonical(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if names:
-        return {key: _canonical(value) for key, value in node.items()}
-    out = {key: _canonical(value, key == "properties") for key, value in node.items() if key != "title"}
-    variants = out.get("anyOf")
-    if isinstance(variants, list) and {"type": "null"} in variants and out.get("default", 0) is None:
-        # `x: T | None = None` means "may be omitted": the model should not send null.
-        rest = [variant for variant in variants if variant != {"type": "null"}]
-        del out["anyOf"], out["default"]
-        out.update(rest[0] if len(rest) == 1 else {"anyOf": rest})
-    return out
+    return dict(canonical_schema(model.model_json_schema()))
 
 
 def tool_audit(inp: ToolCallInput, result: ToolCallResult) -> AuditEvent:

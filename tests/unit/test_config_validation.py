@@ -277,7 +277,7 @@ def test_a_tool_the_runtime_cannot_run_is_an_error_not_a_silent_drop(tmp_path: P
     _, problems = problems_of(tmp_path, text)
     problem = the_problem(problems, "spec.tools[2].type")
     assert problem.line == line_of(text, "type: mcp")
-    assert "cannot run MCP tools" in problem.message
+    assert "MCP tools come from spec.mcp_servers" in problem.message
 
 
 def test_limit_to_may_only_narrow_the_agents_bindings(tmp_path: Path) -> None:

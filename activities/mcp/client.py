@@ -1,0 +1,94 @@
+"""Connecting to one MCP server with the official SDK: stdio or streamable HTTP.
+
+A connection lives inside one task of one activity: opened, used and closed there (the
+SDK's cancel scopes break when a session is closed from another task). Secrets come from
+the environment variables the config names, read here and never put in history. Failures
+are sorted for Temporal: a server that cannot be reached is retried, a protocol error is not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from temporalio.exceptions import ApplicationError
+
+from config.mcp import McpServer
+from workflows.errors import ErrorType
+
+CONNECT_SECONDS = 10.0
+
+
+@contextlib.asynccontextmanager
+async def connect(server: McpServer) -> AsyncIterator[Client]:
+    """An open client for `server`; errors raised as Temporal application errors."""
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            target = await _target(server, stack)
+            client = await stack.enter_async_context(
+                Client(target, read_timeout_seconds=server.timeout_seconds)
+            )
+            yield client
+    except BaseException as err:
+        raise _classified(server, err) from None
+
+
+def _classified(server: McpServer, err: BaseException) -> BaseException:
+    inner = _innermost(err)
+    if isinstance(inner, ApplicationError):
+        return inner
+    if isinstance(inner, MCPError):
+        return ApplicationError(
+            f"the MCP server {server.name} answered with an error: {inner.message}",
+            type=ErrorType.MCP_PROTOCOL_ERROR,
+            non_retryable=True,
+        )
+    if isinstance(inner, (OSError, TimeoutError, httpx2.HTTPError, ConnectionError)) or inner is not err:
+        return ApplicationError(
+            f"the MCP server {server.name} could not be reached: {describe(inner)}",
+            type=ErrorType.MCP_UNAVAILABLE,
+        )
+    return err  # a cancellation or a bug: as it is
+
+
+def _innermost(err: BaseException) -> BaseException:
+    while isinstance(err, BaseExceptionGroup) and err.exceptions:
+        err = err.exceptions[0]
+    return err
+
+
+def describe(err: BaseException) -> str:
+    """A short reason a person can act on, from the innermost error of a group."""
+    err = _innermost(err)
+    text = str(err) or type(err).__name__
+    return text.splitlines()[0][:200]
+
+
+async def _target(server: McpServer, stack: contextlib.AsyncExitStack) -> Any:
+    if server.transport == "stdio":
+        command = server.command or []
+        env = {name: _env(server, name) for name in server.env_from}
+        return StdioServerParameters(command=command[0], args=command[1:], env=env)
+    headers = {header: _env(server, variable) for header, variable in server.headers_from_env.items()}
+    timeout = httpx2.Timeout(CONNECT_SECONDS, read=server.timeout_seconds)
+    http = await stack.enter_async_context(create_mcp_http_client(headers=headers, timeout=timeout))
+    return streamable_http_client(server.url or "", http_client=http)
+
+
+def _env(server: McpServer, name: str) -> str:
+    value = os.environ.get(name)
+    if value is None:
+        raise ApplicationError(
+            f"the MCP server {server.name} needs the environment variable {name}, which this worker lacks",
+            type=ErrorType.TOOL_CONFIG_ERROR,
+            non_retryable=True,
+        )
+    return value

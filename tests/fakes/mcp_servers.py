@@ -1,0 +1,86 @@
+"""MCP servers for the tests, written with the SDK's own server API.
+
+    python -m tests.fakes.mcp_servers stdio STATE_DIR
+    python -m tests.fakes.mcp_servers http STATE_DIR PORT
+
+Tools: `read_note` (a read), `create_note` (a write: each call appends a line to
+STATE_DIR/calls.log, so a test can count them), `slow`, `fail` (always an error result),
+and `shape`, whose schema gains a field once STATE_DIR/flipped exists (a server process
+reads it when it starts: stdio starts one per connection). `whoami` says whether the HTTP
+request carried the Authorization header in TEST_MCP_EXPECT_AUTH (secrets come from the
+environment, and never come back in a result).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+from mcp.server.mcpserver import Context, MCPServer
+
+
+def build(state: Path) -> MCPServer:
+    server = MCPServer("openloop-test")
+
+    @server.tool()
+    def read_note(name: str) -> str:
+        """Read a note by its name."""
+        return f"The note {name!r} says: deploys happen on Tuesdays."
+
+    @server.tool()
+    def create_note(title: str, body: str = "") -> str:
+        """Create a note (a side effect the tests count)."""
+        with (state / "calls.log").open("a") as log:
+            log.write(f"{title}\n")
+        count = len((state / "calls.log").read_text().splitlines())
+        return f"Created note #{count}: {title}"
+
+    @server.tool()
+    async def slow(seconds: float) -> str:
+        """Take its time."""
+        await asyncio.sleep(seconds)
+        return f"slept {seconds}s"
+
+    @server.tool()
+    def fail() -> str:
+        """Always fails."""
+        raise ValueError("the note store is read-only today")
+
+    if (state / "flipped").exists():
+
+        @server.tool()
+        def shape(x: int, y: int) -> str:
+            """Its schema changed: it now needs y too."""
+            return f"{x},{y}"
+
+    else:
+
+        @server.tool()
+        def shape(x: int) -> str:  # noqa: F811 - one of the two is registered
+            """A tool whose schema changes."""
+            return str(x)
+
+    @server.tool()
+    def whoami(ctx: Context) -> str:
+        """Whether the request carried the Authorization header this server expects."""
+        request = getattr(ctx.request_context, "request", None)
+        headers = getattr(request, "headers", None) or {}
+        expected = os.environ.get("TEST_MCP_EXPECT_AUTH")
+        return "authorized" if expected and headers.get("authorization") == expected else "unauthorized"
+
+    return server
+
+
+def main(argv: list[str]) -> None:
+    transport, state = argv[0], Path(argv[1])
+    server = build(state)
+    if transport == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=int(argv[2]), stateless_http=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,178 @@
+"""MCP tools end to end: real MCP servers (the SDK's own server API, over stdio and over
+streamable HTTP on 127.0.0.1), the real worker and activities on the Temporal dev server,
+Postgres, and LiteLLM talking to a fake provider."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.client import Client
+
+from config.settings import Settings
+from tests.fakes.model_api import FakeModelAPI, tool_call
+from tests.helpers import approve_when_pending
+from tests.reliability.harness import agent_config, eventually, scalar, start, stored
+from workers.embedded import free_port
+from workers.worker import build_worker
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.types import TaskStatus
+from workflows.untrusted import unwrap
+
+SECRET = "Bearer s3cret-from-env"
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+@pytest.fixture
+def http_server(state: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The streamable-HTTP test server; its URL. The header it expects comes from the env."""
+    port = free_port()
+    monkeypatch.setenv("TEST_MCP_AUTH", SECRET)
+    env = {"TEST_MCP_EXPECT_AUTH": SECRET, "PATH": "/usr/bin:/bin"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.mcp_servers", "http", str(state), str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(10)
+
+
+def servers(state: Path, url: str, **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "notes",
+            "transport": "stdio",
+            "command": [sys.executable, "-m", "tests.fakes.mcp_servers", "stdio", str(state)],
+            "allow": ["read_note", "create_note", "fail", "shape"],
+            "writes": ["create_note"],
+        },
+        {
+            "name": "web",
+            "transport": "streamable-http",
+            "url": url,
+            "headers_from_env": {"Authorization": "TEST_MCP_AUTH"},
+            "allow": ["whoami", "read_*"],
+            **extra,
+        },
+    ]
+
+
+def mcp_agent(state: Path, url: str, **extra: Any) -> Any:
+    return agent_config(
+        mcp_servers=servers(state, url, **extra),
+        approvals={"require_for": ["notes.create_*"], "approvers": ["cli:local"]},
+    )
+
+
+def calls_made(state: Path) -> list[str]:
+    log = state / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def told(api: FakeModelAPI, request: int) -> dict[str, str]:
+    messages = api.requests[request].body["messages"]
+    return {m["tool_call_id"]: unwrap(m["content"]) for m in messages if m["role"] == "tool"}
+
+
+async def test_a_task_reads_from_both_servers_and_writes_once_after_approval(
+    client: Client, settings: Settings, task_queue: str, api: FakeModelAPI, state: Path, http_server: str
+) -> None:
+    agent = await stored(settings.require_database_url(), mcp_agent(state, http_server))
+    api.answer_tool_calls(
+        [
+            tool_call("a", "notes__read_note", {"name": "deploys"}),
+            tool_call("b", "web__whoami", {}),
+            tool_call("c", "web__create_note", {"title": "not allowed"}),
+        ]
+    )
+    api.answer_tool_calls([tool_call("d", "notes__create_note", {"title": "Deploy on Tuesdays"})])
+    api.answer("Noted: deploys happen on Tuesdays.")
+    async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
+        handle = await start(client, task_queue, agent, "Read the deploy note and save it")
+        pending = await approve_when_pending(handle)
+        result = await asyncio.wait_for(handle.result(), 60)
+
+    assert result.status == TaskStatus.SUCCESS, result.reason
+    assert pending.tool == "notes.create_note" and pending.arguments == {"title": "Deploy on Tuesdays"}
+    offered = {tool["function"]["name"] for tool in api.requests[0].body["tools"]}
+    assert {"notes__read_note", "notes__create_note", "web__whoami", "web__read_note"} <= offered
+    assert "web__create_note" not in offered and "notes__slow" not in offered  # not allowed
+    first = told(api, 1)
+    assert "deploys happen on Tuesdays" in first["a"]
+    assert first["b"] == "authorized"  # the header came from the worker's environment
+    assert "unknown tool 'web.create_note'" in first["c"]
+    assert "Created note #1" in told(api, 2)["d"]
+    assert calls_made(state) == ["Deploy on Tuesdays"]  # once
+    history = (await handle.fetch_history()).to_json()
+    assert SECRET not in history and "s3cret" not in history
+    url = settings.require_database_url()
+    audited = [
+        ("tool_call", "notes.read_note"),
+        ("tool_refused", "web.create_note"),
+        ("approval_approved", "notes.create_note"),
+        ("tool_call", "notes.create_note"),
+    ]
+    for kind, tool in audited:
+        query = "SELECT count(*) FROM audit_log WHERE task_id = %s AND kind = %s AND tool = %s"
+        assert await scalar(url, query, handle.id, kind, tool) >= 1, (kind, tool)
+
+
+async def test_a_changed_schema_is_refused_and_an_error_result_reaches_the_model(
+    client: Client, settings: Settings, task_queue: str, api: FakeModelAPI, state: Path, http_server: str
+) -> None:
+    agent = await stored(settings.require_database_url(), mcp_agent(state, http_server))
+    api.answer_tool_calls([tool_call("a", "notes__fail", {})])
+    api.answer_tool_calls([tool_call("b", "notes__shape", {"x": 1})])
+    api.answer("Both failed.")
+    async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
+        handle = await start(client, task_queue, agent, "Try the tools")
+        # Once the first call is answered, the server's schema changes under the task.
+        await eventually(lambda: len(api.requests) >= 2, "the model's second request")
+        (state / "flipped").touch()
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == TaskStatus.SUCCESS
+    assert told(api, 1)["a"].startswith("Error (failed)")
+    assert "the schema of notes.shape changed since this task started" in told(api, 2)["b"]
+
+
+async def test_a_server_down_at_the_start_is_reported_and_the_task_goes_on(
+    client: Client, settings: Settings, task_queue: str, api: FakeModelAPI, state: Path
+) -> None:
+    closed = f"http://127.0.0.1:{free_port()}/mcp"
+    agent = await stored(settings.require_database_url(), mcp_agent(state, closed))
+    api.answer("Done without the web tools.")
+    async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
+        handle = await start(client, task_queue, agent, "Anything")
+        result = await asyncio.wait_for(handle.result(), 60)
+        explained = await handle.query(AgentTaskWorkflow.explain)
+    assert result.status == TaskStatus.SUCCESS
+    assert result.reply.startswith("The MCP server web was unavailable when this task started")
+    assert any("MCP server web was unavailable" in d for d in explained.decisions)
+    offered = {tool["function"]["name"] for tool in api.requests[0].body["tools"]}
+    assert "notes__read_note" in offered and not any(name.startswith("web__") for name in offered)
+
+    required = await stored(settings.require_database_url(), mcp_agent(state, closed, required=True))
+    async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
+        handle = await start(client, task_queue, required, "Anything")
+        result = await asyncio.wait_for(handle.result(), 60)
+    assert result.status == TaskStatus.ERROR and "required MCP server web is unavailable" in result.reason
