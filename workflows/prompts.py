@@ -13,13 +13,16 @@ from workflows.types import MemoryItem, SurfaceContext
 from workflows.untrusted import UNTRUSTED_DATA_RULE, wrap_untrusted
 
 MEMORIES_HEADER = "Memories recalled from this"
+BOUND_REPOS_LINE = "Your GitHub repositories (where your GitHub tools act):"
 
 
 def system_prompt(agent: AgentConfig, context: SurfaceContext) -> str:
     return (
         f"{agent.spec.instructions.strip()}\n\n"
         f"You are the agent '{agent.name}' answering {context.user} on {context.surface}"
-        f" in {context.channel}.\n\n{UNTRUSTED_DATA_RULE}"
+        f" in {context.channel}.\n\n"
+        + (f"{BOUND_REPOS_LINE} {', '.join(gh.repos)}.\n\n" if (gh := agent.spec.surfaces.github) else "")
+        + UNTRUSTED_DATA_RULE
     )
 
 

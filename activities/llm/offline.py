@@ -2,9 +2,11 @@
 
 It lets the embedded default show the whole flow — recall, a tool call that needs
 approval, the tool, the reply — and says plainly in every reply that it is offline. It
-follows simple cues in the request: "read/summarise the thread", "capture/remember the
-decision", "what did we decide", "open an issue". Any LiteLLM provider replaces it once
-its key is set.
+follows simple cues in the request (whole words, never inside untrusted-data blocks):
+"read/summarise the thread", "capture/remember the decision", "what did we decide", "open
+an issue". After saving a decision it offers an issue; a "yes" in the thread opens it in
+the agent's bound repository (the system prompt names it, `workflows.prompts`). Any
+LiteLLM provider replaces it once its key is set.
 """
 
 from __future__ import annotations
@@ -15,14 +17,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from activities.llm.compaction import SUMMARY_INSTRUCTION
-from workflows.prompts import MEMORIES_HEADER
+from workflows.prompts import BOUND_REPOS_LINE, MEMORIES_HEADER
 from workflows.tool_catalog import model_tool_name
 from workflows.types import ToolCall
-from workflows.untrusted import UNTRUSTED_DATA_RULE, unwrap
+from workflows.untrusted import TAG, UNTRUSTED_DATA_RULE, unwrap
 
 LABEL = "[offline model]"
 _REPO = re.compile(r"\b([A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9])\b")
 _DECISION = re.compile(r"\b(decid\w*|decision|agreed|we will|we'll|going with|chose)\b", re.I)
+_OPEN_ISSUE = re.compile(r"\b(open|create|file|raise)\b(\s+[\w-]+){0,3}?\s+issues?\b", re.I)
+_SAVE = re.compile(r"\b(capture|remember|save|note that)\b", re.I)
+_YES = re.compile(r"^(yes|yep|yeah|sure|ok|okay|please do|go ahead|do it)\b", re.I)
+_NO = re.compile(r"^(no|nope|not now|don't|do not)\b", re.I)
+_SPEAKER = re.compile(r"^[\w.@\[\]-]{1,80}:\s*")  # "U_ALICE: " before a follow-up's text
+_BLOCKS = re.compile(rf"<{TAG}[^>]*>.*?</{TAG}>", re.S)
+ISSUE_OFFER = "Open a GitHub issue to track it?"
+MAX_THREAD_LINES = 12
+_THREAD_HEADER = re.compile(r"^Thread \S+ in \S+: \d+ message\(s\)$")  # slack.read_thread's
 
 
 @dataclass
@@ -44,13 +55,42 @@ def _memories(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _request(messages: list[dict[str, Any]]) -> str:
-    users = [
-        str(m.get("content") or "")
-        for m in messages
+def _users(messages: list[dict[str, Any]]) -> list[int]:
+    """Where the user's messages are (the request, then follow-ups), memories left out."""
+    return [
+        i
+        for i, m in enumerate(messages)
         if m["role"] == "user" and not str(m.get("content") or "").startswith(MEMORIES_HEADER)
     ]
-    return users[0] if users else ""
+
+
+def _request(messages: list[dict[str, Any]]) -> str:
+    users = _users(messages)
+    return str(messages[users[0]].get("content") or "") if users else ""
+
+
+def _cues(text: str) -> str:
+    """What a request asks, read outside its untrusted-data blocks (an issue title is data)."""
+    return _BLOCKS.sub(" ", text)
+
+
+def _bound_repos(system: str) -> list[str]:
+    for line in system.splitlines():
+        if line.startswith(BOUND_REPOS_LINE):
+            return [r.strip(" .") for r in line[len(BOUND_REPOS_LINE) :].split(",") if r.strip(" .")]
+    return []
+
+
+def _repo(request: str, system: str) -> str | None:
+    """The repository an issue goes to: one the request names among the bound ones, else the
+    first bound one; with none bound, one the request names."""
+    bound = _bound_repos(system)
+    named = _REPO.findall(_cues(request))
+    return (
+        next((r for r in named if r in bound), None)
+        or (bound[0] if bound else None)
+        or (named[0] if named else None)
+    )
 
 
 def _called(messages: list[dict[str, Any]], tool: str) -> bool:
@@ -100,52 +140,73 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     messages = [_plain(m) for m in messages]
     last = messages[-1] if messages else {"role": "user", "content": ""}
     request = _request(messages)
-    lowered = request.lower()
+    cues = _cues(request)
+    lowered = cues.lower()
     system = str((_last(messages, "system") or {}).get("content") or "")
     if SUMMARY_INSTRUCTION in str(last.get("content") or ""):
         return OfflineReply(f"{LABEL} Summary: the request was: {request[:300]}", [])
 
+    users = _users(messages)
+    turn = users[-1] if users else 0  # the user's latest message: this turn starts there
+    answer = ""
+    if len(users) > 1 and last["role"] == "user":
+        answer = _SPEAKER.sub("", str(last.get("content") or "").strip(), count=1).strip()
+    offered = any(ISSUE_OFFER in str(m.get("content") or "") for m in messages if m["role"] == "assistant")
     wants_thread = "thread" in lowered or "summar" in lowered
-    wants_save = any(w in lowered for w in ("capture", "remember", "save", "note that"))
-    wants_issue = "issue" in lowered and any(w in lowered for w in ("open", "create", "file"))
-    follow_up = str(last.get("content") or "").lower()
-    said_yes = last["role"] == "user" and re.search(r"\b(yes|sure|please do|go ahead)\b", follow_up)
+    wants_save = bool(_SAVE.search(cues))
+    wants_issue = bool(_OPEN_ISSUE.search(cues)) or (offered and bool(_YES.match(answer)))
+    can_issue = "github.create_issue" in tools and not _called(messages, "github.create_issue")
 
+    if offered and _NO.match(answer):
+        return OfflineReply(f"{LABEL} OK, no issue.", [])
     if "slack.read_thread" in tools and wants_thread and not _called(messages, "slack.read_thread"):
         return _call(messages, "slack.read_thread", {})
     if "memory.save" in tools and wants_save and not _called(messages, "memory.save"):
-        return _call(messages, "memory.save", {"content": _decision_text(messages, request)})
+        return _call(messages, "memory.save", {"content": _decision_text(messages, cues)})
     if (
         "memory.search" in tools
         and "what did we decide" in lowered
         and not _called(messages, "memory.search")
     ):
         return _call(messages, "memory.search", {"query": request})
-    if (
-        "github.create_issue" in tools
-        and (wants_issue or said_yes)
-        and not _called(messages, "github.create_issue")
-    ):
-        repo_match = _REPO.search(request) or _REPO.search(system)
-        if repo_match:
-            title = _decision_text(messages, request)[:80]
-            return _call(
-                messages,
-                "github.create_issue",
-                {"repo": repo_match.group(1), "title": f"Track: {title}", "body": request[:1000]},
-            )
+    if can_issue and wants_issue:
+        repo = _repo(f"{request}\n{answer}", system)
+        if repo is None:
+            return OfflineReply(f"{LABEL} Which repository should the issue go to (owner/name)?", [])
+        title = _decision_text(messages, cues)[:80]
+        body = "\n\n".join(_results(messages, 0))[:1000] or cues.strip()[:1000]
+        return _call(
+            messages, "github.create_issue", {"repo": repo, "title": f"Track: {title}", "body": body}
+        )
 
-    results = [str(m.get("content") or "") for m in messages if m["role"] == "tool"]
     parts = [f"{LABEL} I am running without a model provider, so I follow simple cues only."]
+    results = _results(messages, turn)
     if results:
-        parts += results[-3:]
+        parts += results
+    elif answer:
+        parts.append(f"You said: {answer[:300]}")
     else:
         remembered = _memories(messages)
         parts.append(f"What I remember here:\n{remembered}" if remembered else f"You asked: {request[:300]}")
-    offer_issue = (
-        "github.create_issue" in tools and wants_save and not _called(messages, "github.create_issue")
-    )
     text = "\n".join(parts)
-    if offer_issue:
-        text += "\nOpen a GitHub issue to track it?"
+    if can_issue and wants_save and not offered and _called(messages, "memory.save"):
+        text += f"\n{ISSUE_OFFER}"
     return OfflineReply(text, [])
+
+
+def _results(messages: list[dict[str, Any]], since: int) -> list[str]:
+    """The tool results after message `since`, a thread read as its first lines."""
+    found = []
+    for message in messages[since:]:
+        if message["role"] != "tool":
+            continue
+        content = str(message.get("content") or "")
+        lines = content.splitlines()
+        if lines and _THREAD_HEADER.match(lines[0]):
+            more = len(lines) - 1 - MAX_THREAD_LINES
+            content = "Summary of the thread:\n" + "\n".join(
+                f"- {line[:200]}" for line in lines[1 : 1 + MAX_THREAD_LINES]
+            )
+            content += f"\n(and {more} more)" if more > 0 else ""
+        found.append(content)
+    return found[-3:]
