@@ -9,13 +9,17 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from temporalio.client import Client
+from temporalio.testing import ActivityEnvironment
 
+from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
+from config.mcp import McpServer
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.helpers import approve_when_pending
@@ -23,7 +27,8 @@ from tests.reliability.harness import agent_config, eventually, scalar, start, s
 from workers.embedded import free_port
 from workers.worker import build_worker
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import TaskStatus
+from workflows.mcp_types import McpCallInput, McpListInput
+from workflows.types import MemoryScopeRef, SurfaceContext, TaskStatus, ToolCallInput
 from workflows.untrusted import unwrap
 
 SECRET = "Bearer s3cret-from-env"
@@ -176,3 +181,27 @@ async def test_a_server_down_at_the_start_is_reported_and_the_task_goes_on(
         handle = await start(client, task_queue, required, "Anything")
         result = await asyncio.wait_for(handle.result(), 60)
     assert result.status == TaskStatus.ERROR and "required MCP server web is unavailable" in result.reason
+
+
+def call_input(state: Path, tool: str, arguments: dict[str, Any], key: str, sha: str) -> McpCallInput:
+    server = McpServer.model_validate(servers(state, "http://127.0.0.1:1/mcp")[0])
+    memory = MemoryScopeRef("ws", "mcp-test", "agent", "mcp-test", "offline/hashing-256", 30)
+    context = SurfaceContext(surface="cli", channel="c", user="cli:test")
+    call = ToolCallInput(
+        f"task-{key}", 1, "call-1", f"notes.{tool}", arguments, key, context, memory, "cli:test"
+    )
+    return McpCallInput(call, server, tool, sha)
+
+
+async def test_a_retried_call_whose_answer_was_recorded_is_not_sent_again(
+    db_settings: Settings, state: Path
+) -> None:
+    server = McpServer.model_validate(servers(state, "http://127.0.0.1:1/mcp")[0])
+    listed = await list_mcp_tools(McpListInput("task-listing", [server]))
+    sha = next(spec.sha256 for spec in listed.specs if spec.name == "notes.create_note")
+    inp = call_input(state, "create_note", {"title": "Once"}, f"key-{uuid.uuid4().hex[:8]}", sha)
+    env = ActivityEnvironment()
+    first = await env.run(call_mcp_tool, inp)
+    again = await env.run(call_mcp_tool, inp)  # a retry after the first attempt's answer was recorded
+    assert first.ok and again == first
+    assert calls_made(state) == ["Once"]

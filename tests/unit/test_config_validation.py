@@ -364,3 +364,85 @@ def test_parse_agent_reports_all_problems_in_one_error() -> None:
     fields = {p.field for p in info.value.problems}
     assert fields == {"spec.memory.scope", "spec.limits.max_iterations"}
     assert all(line.startswith("inline.yaml:") for line in str(info.value).splitlines())
+
+
+MCP = """\
+  mcp_servers:
+    - name: linear
+      transport: streamable-http
+      url: https://mcp.example.com/mcp
+      headers_from_env: {Authorization: LINEAR_MCP_AUTH}
+      allow: [list_issues, create_issue]
+      writes: [create_issue]
+      timeout: 30s
+    - name: fs
+      transport: stdio
+      command: [python, -m, my_mcp_server]
+      env_from: [MY_SERVER_TOKEN]
+      allow: ["read_*"]
+"""
+
+
+def with_mcp(servers: str = MCP, require_for: str = '[linear.create_issue, "fs.*"]') -> str:
+    return mutate("  approvals:\n", servers + f"  approvals:\n    require_for: {require_for}\n").replace(
+        "    require_for:\n      - github.create_issue\n", ""
+    )
+
+
+def test_mcp_servers_validate_with_allow_lists_and_gated_globs(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.yaml"
+    path.write_text(with_mcp())
+    (config,) = load_agent_documents(path, tools=TOOLS)
+    linear = config.spec.mcp_server("linear")
+    assert linear is not None and linear.allows("create_issue") and not linear.allows("delete_issue")
+    assert linear.is_write("create_issue") and not linear.is_write("list_issues")
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        (("transport: stdio", "transport: sse"), "spec.mcp_servers[1].transport", "unknown transport 'sse'"),
+        (("      url: https://mcp.example.com/mcp\n", ""), "spec.mcp_servers[0].url", "needs `url`"),
+        (
+            ("      command: [python, -m, my_mcp_server]\n", ""),
+            "spec.mcp_servers[1].command",
+            "needs `command`",
+        ),
+        (('allow: ["read_*"]', 'allow: ["fs.read_*"]'), "spec.mcp_servers[1].allow[0]", "can match no tool"),
+        (
+            ("allow: [list_issues, create_issue]", "allow: [list issues]"),
+            "spec.mcp_servers[0].allow[0]",
+            "can match no tool",
+        ),
+        (
+            ("Authorization: LINEAR_MCP_AUTH", "Authorization: Bearer lin_api_123"),
+            "spec.mcp_servers[0].headers_from_env.Authorization",
+            "never the value itself",
+        ),
+        (
+            ("url: https://mcp.example.com/mcp", "url: https://mcp.example.com/mcp?token=abc"),
+            "spec.mcp_servers[0].url",
+            "holds a secret",
+        ),
+        (
+            ("writes: [create_issue]", "writes: [delete_issue]"),
+            "spec.mcp_servers[0].writes[0]",
+            "names no allowed tool",
+        ),
+    ],
+)
+def test_mcp_server_problems_name_their_field_and_line(
+    tmp_path: Path, change: tuple[str, str], field: str, fragment: str
+) -> None:
+    text = with_mcp().replace(*change)
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, field)
+    assert fragment in problem.message and problem.line is not None
+
+
+def test_require_for_must_name_an_allowed_mcp_tool(tmp_path: Path) -> None:
+    text = with_mcp(require_for="[linear.delete_issue]")
+    _, problems = problems_of(tmp_path, text)
+    problem = the_problem(problems, "spec.approvals.require_for[0]")
+    assert "'linear.delete_issue' is not one of this agent's tools" in problem.message
+    assert problem.line == line_of(text, "linear.delete_issue")
