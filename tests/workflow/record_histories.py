@@ -25,6 +25,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.mcp.gateway import spec_of
 from config.loader import parse_agent
 from tests.workflow.scripted import Script, say, use
 from workers.embedded import find_binary
@@ -147,6 +148,40 @@ spec:
 """
 
 
+MCP_YAML = """
+apiVersion: openloop.ai/v1alpha1
+kind: Agent
+metadata: {name: notes-keeper}
+spec:
+  model_policy: {default: scripted/model}
+  mcp_servers:
+    - name: notes
+      transport: stdio
+      command: [python, -m, tests.fakes.mcp_servers, stdio, /tmp/never-started]
+      allow: [read_note, create_note]
+      writes: [create_note]
+  approvals:
+    require_for: ["notes.create_*"]
+    approvers: [U_ALICE]
+"""
+
+
+def _mcp_tools() -> Script:
+    """Listed at the start, a read, then a gated write: replays with no MCP server running."""
+    server = parse_agent(MCP_YAML).spec.mcp_servers[0]
+    string = {"type": "string"}
+    specs = [
+        spec_of(server, "read_note", "Read a note.", {"type": "object", "properties": {"name": string}}),
+        spec_of(server, "create_note", "Create a note.", {"type": "object", "properties": {"title": string}}),
+    ]
+    answers = [
+        use("notes.read_note", json.dumps({"name": "deploys"}), "c1", (180, 20), 0.0003),
+        use("notes.create_note", json.dumps({"title": "Deploy on Tuesdays"}), "c2", (220, 20), 0.0004),
+        say("Saved the note.", (240, 10), 0.0004),
+    ]
+    return Script(answers, mcp_specs=specs)
+
+
 def _mixed_step() -> Script:
     """A local read, a gated write under a repeated provider call id and an invalid call in
     one step; then a write to a channel the agent is not bound to (refused)."""
@@ -163,6 +198,7 @@ def _mixed_step() -> Script:
 
 
 SCENARIOS = (
+    Scenario("mcp_tools", MCP_YAML, "save the deploy note", _mcp_tools, _approve, TaskStatus.SUCCESS),
     # The tool catalog, the composed workflow and its patches (bound writes, call keys,
     # the status set after the reply); pre_catalog_mixed_step.json is the same task
     # recorded on the code before them.

@@ -13,6 +13,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
+from workflows.mcp_types import McpCallInput, McpListInput, McpListResult, McpServerStatus
+from workflows.tool_catalog import ToolSpec
 from workflows.types import (
     ActivityName,
     AuditEvent,
@@ -70,6 +72,8 @@ class Script:
     tool_output: Callable[[ToolCallInput], str] = lambda inp: f"done {inp.tool}"
     tool_delay_seconds: float = 0.0  # real time each tool call takes
     memories: list[MemoryItem] = field(default_factory=list)  # what recall finds
+    mcp_specs: list[ToolSpec] = field(default_factory=list)  # what the MCP servers list
+    mcp_calls: list[McpCallInput] = field(default_factory=list)
     reply_error: str | None = None  # post_reply fails with this (non-retryable)
 
     def activities(self) -> list[Any]:
@@ -127,7 +131,24 @@ class Script:
         async def resolve(inp: ResolveApprovalRequestInput) -> None:
             script.resolutions.append(inp)
 
+        @activity.defn(name=ActivityName.MCP_LIST_TOOLS)
+        async def list_mcp_tools(inp: McpListInput) -> McpListResult:
+            names = {server.name for server in inp.servers}
+            specs = [spec for spec in script.mcp_specs if spec.mcp_server in names]
+            statuses = [
+                McpServerStatus(name, ok=True, tools=sum(s.mcp_server == name for s in specs))
+                for name in sorted(names)
+            ]
+            return McpListResult(specs, statuses)
+
+        @activity.defn(name=ActivityName.MCP_CALL_TOOL)
+        async def call_mcp_tool(inp: McpCallInput) -> ToolCallResult:
+            script.mcp_calls.append(inp)
+            return ToolCallResult(ok=True, output=script.tool_output(inp.call))
+
         return [
+            list_mcp_tools,
+            call_mcp_tool,
             call_model,
             run_tool,
             recall,
