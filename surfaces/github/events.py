@@ -25,7 +25,9 @@ FAILED_CONCLUSIONS = ("failure", "timed_out", "startup_failure")
 MAX_REQUEST = 8_000
 MAX_DIFF_LINES = 20
 _FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.S | re.M)
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
+# A code span: a run of backticks to the next run of the same length, across line breaks
+# but not across a blank line (the end of a paragraph), as CommonMark reads it.
+_INLINE_CODE = re.compile(r"(?<!`)(`+)(?!`)(?:(?!\n[ \t]*\n).)+?(?<!`)\1(?!`)", re.S)
 
 
 @dataclass(frozen=True)
@@ -209,7 +211,9 @@ def _ci_decision(event: str, payload: dict[str, Any], config: GitHubSurface) -> 
         if head_repo and str(head_repo).lower() != repo.lower():
             # A fork's run: its logs are written by whoever opened the pull request.
             return Ignore(f"run from the fork {head_repo}")
-        what = f"workflow '{strip_hidden(str(item.get('name') or ''))}' run #{item.get('run_number')}"
+        name = strip_hidden(str(item.get("name") or "")).strip()
+        what = f"workflow '{name}' run" if name else "workflow run"
+        what += f" #{item.get('run_number')}"
         detail = f"Run id {item.get('id')}, attempt {item.get('run_attempt', 1)}, event {item.get('event')}."
         url = str(item.get("html_url") or "")
         actor = str((item.get("actor") or {}).get("login") or "github")

@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -34,10 +35,28 @@ log = logging.getLogger(__name__)
 # GitHub gives up after 10 s; answer well before, so a slow dependency shows up as a failed
 # delivery that can be redelivered rather than a silent timeout.
 DEADLINE_SECONDS = 8.0
+FORM = "application/x-www-form-urlencoded"  # GitHub's default content type for a webhook
+# Plain replies look for a waiting task among this many of the thread's latest tasks.
+WAITING_LOOKBACK = 5
 
 
 def _answer(code: int, **body: Any) -> JSONResponse:
     return JSONResponse(body, status_code=code)
+
+
+def parse_body(body: bytes, content_type: str) -> Any:
+    """The payload of a delivery sent as `application/json` or as GitHub's default,
+    `application/x-www-form-urlencoded` (`payload=<the JSON, URL-encoded>`). The signature
+    is checked over the raw body before this, either way."""
+    if content_type.split(";")[0].strip().lower() == FORM or body.startswith(b"payload="):
+        fields = parse_qs(body.decode("ascii"), strict_parsing=True)
+        if list(fields) != ["payload"] or len(fields["payload"]) != 1:
+            raise ValueError("the form-encoded body has no single `payload` field")
+        body = fields["payload"][0].encode()
+    try:
+        return json.loads(body)
+    except (UnicodeDecodeError, ValueError):
+        raise ValueError("the body is not JSON (nor a form with a JSON `payload`)") from None
 
 
 def register(app: FastAPI) -> None:
@@ -56,9 +75,9 @@ def register(app: FastAPI) -> None:
         if not event or not delivery:
             return _answer(400, error="missing X-GitHub-Event or X-GitHub-Delivery")
         try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, ValueError):
-            return _answer(400, error="the body is not JSON")
+            payload = parse_body(body, request.headers.get("Content-Type", ""))
+        except (UnicodeDecodeError, ValueError) as exc:
+            return _answer(400, error=str(exc))
         if not isinstance(payload, dict):
             return _answer(400, error="the body is not a JSON object")
         if event == "ping":
@@ -169,29 +188,37 @@ async def _start(
         client, settings, agent, context, trigger.request, task_id=task_id, task_kind=trigger.task_kind
     )
     await _done(pool, delivery)
-    return _answer(202, status="started" if started else "duplicate", task_id=task_id)
+    if not started:  # the same delivery, sent concurrently, started it: as a redelivery would
+        return _answer(200, status="duplicate", task_id=task_id)
+    return _answer(202, status="started", task_id=task_id)
 
 
 async def _waiting_task(client: Client, pool: AsyncConnectionPool, repo: str, thread: str) -> str | None:
-    """The latest task started in this issue/PR, if it is waiting for a user's answer."""
+    """The latest task started in this issue/PR that waits for a user's answer: a newer task
+    in the same thread (a CI investigation, say) does not hide an older one that asked."""
     async with pool.connection() as conn:
-        row = await fetch_row(
-            conn,
+        cursor = await conn.execute(
             "SELECT task_id FROM github_deliveries WHERE repo = %s AND thread = %s"
-            " AND started_at IS NOT NULL ORDER BY received_at DESC LIMIT 1",
-            (repo, thread),
+            " AND started_at IS NOT NULL AND task_id IS NOT NULL"
+            " GROUP BY task_id ORDER BY max(received_at) DESC LIMIT %s",
+            (repo, thread, WAITING_LOOKBACK),
         )
-    if row is None or not row["task_id"]:
-        return None
-    try:
-        description = await client.get_workflow_handle(row["task_id"]).describe()
-    except Exception as exc:  # noqa: BLE001 - gone (retention) or unreachable: nothing waits
-        log.info("task %s not described: %s", row["task_id"], type(exc).__name__)
-        return None
-    status = description.typed_search_attributes.get(search.STATUS)
-    if description.status == WorkflowExecutionStatus.RUNNING and status == TaskStatus.WAITING_USER:
-        return str(row["task_id"])
+        rows = await cursor.fetchall()
+    for row in rows:
+        task_id = str(row[0] if not isinstance(row, dict) else row["task_id"])
+        if await _waits_for_user(client, task_id):
+            return task_id
     return None
+
+
+async def _waits_for_user(client: Client, task_id: str) -> bool:
+    try:
+        description = await client.get_workflow_handle(task_id).describe()
+    except Exception as exc:  # noqa: BLE001 - gone (retention) or unreachable: nothing waits
+        log.info("task %s not described: %s", task_id, type(exc).__name__)
+        return False
+    status = description.typed_search_attributes.get(search.STATUS)
+    return description.status == WorkflowExecutionStatus.RUNNING and status == TaskStatus.WAITING_USER
 
 
 async def _follow_up(
