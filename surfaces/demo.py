@@ -14,7 +14,8 @@ from rich.console import Console
 
 from activities.store.agents import get_agent
 from activities.store.db import get_pool
-from surfaces.cli.tasks import follow_task
+from surfaces.cli.follow import follow_task
+from surfaces.cli.terminal import commands
 from surfaces.client import connect
 from surfaces.tasks import start_task, task_id_for
 from workflows.types import SurfaceContext
@@ -28,7 +29,9 @@ async def run_demo(stack: object, console: Console) -> None:
     agent = await get_agent(pool, "helper")
     if agent is None:
         console.print(
-            "[red]The demo needs the `helper` agent: openloop agents apply -f config/agents/minimal.yaml[/]"
+            "[red]The demo needs the `helper` agent: "
+            + commands("openloop agents apply -f config/agents/minimal.yaml")
+            + "[/]"
         )
         return
     client = await connect(settings)
@@ -43,4 +46,5 @@ async def run_demo(stack: object, console: Console) -> None:
     )
     console.print(f"[bold]Demo task[/] {handle.id}: {DEMO_REQUEST}")
     await follow_task(handle, console, interactive=sys.stdin.isatty(), user="cli:local")
-    console.print('The stack stays up: try `openloop ask helper "what did we decide?"`. Ctrl-C stops it.')
+    hint = commands('openloop ask helper "what did we decide?"')
+    console.print(f"The stack stays up: try `{hint}`. Ctrl-C stops it.")

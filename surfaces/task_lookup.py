@@ -9,6 +9,7 @@ a recent poller first and returns None instead, and callers read the history
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from temporalio.api.enums.v1 import TaskQueueType
@@ -90,7 +91,7 @@ def with_refusals(entries: list[Entry], explanation: Explanation) -> list[Entry]
     return sorted(entries + refused, key=lambda entry: entry.at or floor)
 
 
-def while_running(view: TaskStatusView) -> tuple[str, str]:
+def while_running(view: TaskStatusView, surface: str = "") -> tuple[str, str]:
     """What a task that has not finished is doing, and what would move it on."""
     task_id = view.task_id
     if view.status == TaskStatus.WAITING_APPROVAL and view.pending_approval is not None:
@@ -101,16 +102,51 @@ def while_running(view: TaskStatusView) -> tuple[str, str]:
             f"An approver decides: `openloop approve {task_id} --as USER` (add --deny to refuse).",
         )
     if view.status == TaskStatus.WAITING_USER:
-        return view.last_action, f'Answer in the thread, or `openloop reply {task_id} "..."`.'
+        where = "Answer with" if surface == "cli" else "Answer in the thread, or"
+        return view.last_action, f'{where} `openloop reply {task_id} "..."`.'
     if view.status == TaskStatus.WAITING_BUDGET:
         return view.last_action, next_action(TaskStatus.BUDGET_EXHAUSTED, task_id)
     return view.last_action, f"Nothing: the task is working (`openloop tasks show {task_id}`)."
 
 
-def decision_chain(story: Story) -> list[str]:
-    """Why the task went the way it did, from its history: the entries that changed its course."""
-    telling = ("start", "model", "tool", "approval", "status", "signal", "stop", "failure")
-    return [f"{entry.kind}: {entry.what}" for entry in story.entries if entry.kind in telling]
+_TELLING = ("start", "model", "tool", "approval", "refused", "status", "signal", "reply", "stop", "failure")
+_STATUS_WORDS = {
+    "WAITING_APPROVAL": "waiting for an approval",
+    "WAITING_BUDGET": "paused: a budget is reached, waiting for an extension",
+    "WAITING_USER": "waiting for an answer",
+    "RUNNING": "running",
+}
+
+
+def decision_chain(story: Story, explanation: Explanation | None = None) -> list[str]:
+    """Why the task went the way it did, step by step, in order: the start, each model call
+    (with the model that answered), tool calls, approvals asked and decided (or expired),
+    refused calls and decisions with why, budget pauses, replies and the stop.
+
+    The history has every step but the tool calls the task refused before running them; a
+    task that answers its `explain` query adds those from its own step records."""
+    entries = with_refusals(story.entries, explanation) if explanation is not None else story.entries
+    lines = []
+    for entry in entries:
+        if entry.kind not in _TELLING:
+            continue
+        what = entry.what
+        if entry.kind == "status":
+            state = what.removeprefix("now ")
+            what = f"now {_STATUS_WORDS.get(state, state)}"
+        step = f" (step {entry.step})" if entry.step is not None and entry.kind in ("model", "tool") else ""
+        lines.append(f"{entry.kind}: {what}{step}")
+    return lines
+
+
+def qualified_reason(status: TaskStatus, reason: str, approvals: Iterable[str]) -> str:
+    """A success whose action was denied does not read as a plain success."""
+    if status != TaskStatus.SUCCESS:
+        return reason
+    denied = [
+        text.replace(" denied by ", " was denied by ", 1) for text in approvals if " denied by " in text
+    ]
+    return f"{reason}, but {'; '.join(denied)}" if denied else reason
 
 
 def explain_story(story: Story, task_id: str, recorded_status: str) -> tuple[str, str, str]:

@@ -43,6 +43,23 @@ def task_search_attributes(agent: StoredAgent, context: SurfaceContext) -> Typed
     )
 
 
+def task_summary(agent: StoredAgent, request: str) -> str:
+    """One line for the Web UI's list: which agent, asked what."""
+    line = " ".join(request.split())
+    return f"{agent.name}: {line[:117] + '...' if len(line) > 120 else line}"
+
+
+def task_memo(agent: StoredAgent, context: SurfaceContext, request: str) -> dict[str, str]:
+    """Shown with the task in the Web UI and `temporal workflow describe`; the task's outcome
+    (a cancelled task still completes as a workflow) is its OpenLoopStatus search attribute."""
+    return {
+        "description": task_summary(agent, request),
+        "agent": f"{agent.name} v{agent.version}",
+        "asked_by": f"{context.user} on {context.surface} {context.channel}".strip(),
+        "outcome": f"see the {search.STATUS.name} search attribute",
+    }
+
+
 async def start_task(
     client: Client,
     settings: Settings,
@@ -71,7 +88,8 @@ async def start_task(
             task_queue=settings.task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
             search_attributes=task_search_attributes(agent, context),
-            static_summary=f"{agent.name}: {request[:120]}",
+            static_summary=task_summary(agent, request),
+            memo=task_memo(agent, context, request),
             static_details=(
                 f"Agent **{agent.name}** v{agent.version} ({agent.workspace}) for "
                 f"{context.user} on {context.surface} {context.channel}\n\n> {request[:500]}"

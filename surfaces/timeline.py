@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from temporalio.api.common.v1 import Payloads
 from temporalio.api.enums.v1 import EventType
@@ -19,13 +19,11 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import decode_search_attributes
 
+from surfaces.timeline_signals import GateView, signal_entry
 from workers.history import event_time, local_activity_type
 from workflows import search
 from workflows.types import (
     ActivityName,
-    ApprovalDecision,
-    BudgetExtension,
-    CancelRequest,
     ModelCallInput,
     ModelCallResult,
     PostApprovalRequestInput,
@@ -36,19 +34,11 @@ from workflows.types import (
     TaskResult,
     ToolCallInput,
     ToolCallResult,
-    UserMessage,
 )
 
 T = TypeVar("T")
 E = EventType
 
-_SIGNAL_TYPES: dict[str, type] = {
-    "approve": ApprovalDecision,
-    "deny": ApprovalDecision,
-    "user_message": UserMessage,
-    "cancel": CancelRequest,
-    "extend_budget": BudgetExtension,
-}
 _CLOSED = {
     E.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED: "failed",
     E.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED: "terminated",
@@ -61,7 +51,7 @@ _CLOSED = {
 @dataclass
 class Entry:
     at: datetime | None
-    kind: str  # start | model | tool | approval | signal | status | reply | recall | stop
+    kind: str  # start | model | tool | approval | signal | refused | status | reply | recall | stop
     what: str
     step: int | None = None
     who: str | None = None
@@ -110,16 +100,19 @@ class _Reader:
         self.story = Story()
         self.scheduled: dict[int, HistoryEvent] = {}
         self.calls: list[_Call] = []  # tool calls of the last model answer not yet run
+        self.gate = GateView()
 
     def read(self, event: HistoryEvent) -> None:
         at, kind, story = event_time(event), event.event_type, self.story
         if kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
             story.task = _decode(event.workflow_execution_started_event_attributes.input, TaskInput)
             if story.task is not None:
+                self.gate.agent = story.task.agent
                 who = story.task.context.user
                 story.entries.append(Entry(at, "start", story.task.request[:160], who=who))
         elif kind == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             self.scheduled[event.event_id] = event
+            self._track_approvals(event)
         elif kind == E.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
             attrs = event.activity_task_completed_event_attributes
             started = self.scheduled.get(attrs.scheduled_event_id)
@@ -132,7 +125,8 @@ class _Reader:
             if entry is not None:
                 story.entries.append(entry)
         elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-            story.entries.append(_signal(event, at))
+            signal_kind, said, sender = signal_entry(event, self.gate)
+            story.entries.append(Entry(at, signal_kind, said, who=sender))
         elif kind == E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
             found_status = decode_search_attributes(
                 event.upsert_workflow_search_attributes_event_attributes.search_attributes
@@ -148,6 +142,16 @@ class _Reader:
             story.closed = _CLOSED[kind]
             message = _failure_message(event)
             story.entries.append(Entry(at, "stop", story.closed + (f": {message}" if message else "")))
+
+    def _track_approvals(self, scheduled: HistoryEvent) -> None:
+        """The request a decision signal is checked against: posted, then resolved."""
+        attrs = scheduled.activity_task_scheduled_event_attributes
+        if attrs.activity_type.name == ActivityName.POST_APPROVAL_REQUEST:
+            posted = _decode(attrs.input, PostApprovalRequestInput)
+            if posted is not None:
+                self.gate.posted(posted.request)
+        elif attrs.activity_type.name == ActivityName.RESOLVE_APPROVAL_REQUEST:
+            self.gate.resolved()
 
     def _completed(self, scheduled: HistoryEvent, result: Payloads, at: datetime) -> list[Entry]:
         """The entries of a finished activity; remembers the tool calls a model answer asked for."""
@@ -259,26 +263,6 @@ def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry
         text = reply.text.strip().replace("\n", " ")[:100]
         return Entry(at, "reply", f"{reply.status.value}: {text}", step=reply.step)
     return None
-
-
-def _signal(event: HistoryEvent, at: datetime) -> Entry:
-    attrs = event.workflow_execution_signaled_event_attributes
-    value: Any = _decode(attrs.input, _SIGNAL_TYPES.get(attrs.signal_name, dict))
-    name = attrs.signal_name
-    if isinstance(value, ApprovalDecision):
-        return Entry(at, "signal", f"{name} from {value.approver}", who=value.approver)
-    if isinstance(value, UserMessage):
-        return Entry(at, "signal", f"message from {value.user}: {value.text[:100]}", who=value.user)
-    if isinstance(value, CancelRequest):
-        reason = f": {value.reason}" if value.reason else ""
-        return Entry(at, "signal", f"cancel from {value.by}{reason}", who=value.by)
-    if isinstance(value, BudgetExtension):
-        what = (
-            f"extend budget from {value.by}: +${value.usd:.2f}, +{value.tokens} tokens, "
-            f"+{value.iterations} iterations"
-        )
-        return Entry(at, "signal", what, who=value.by)
-    return Entry(at, "signal", name)
 
 
 def parse_iso(text: str) -> datetime | None:

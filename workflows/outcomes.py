@@ -31,8 +31,22 @@ _MONTHLY = (
 )
 
 
-def next_action(status: TaskStatus, task_id: str) -> str:
-    return NEXT_ACTION.get(status, "").replace("TASK_ID", task_id)
+# Where the wording depends on where the task was asked ("the same thread" is Slack's).
+NEXT_ACTION_ON: dict[str, dict[TaskStatus, str]] = {
+    "cli": {
+        TaskStatus.SUCCESS: 'Nothing to do; for a follow-up, ask again (`openloop ask AGENT "..."`).',
+    },
+    "github": {
+        TaskStatus.SUCCESS: "Nothing to do; mention the agent in a new comment to follow up.",
+    },
+}
+
+
+def next_action(status: TaskStatus, task_id: str, *, surface: str = "") -> str:
+    """What to do after a stop; `surface` (cli, slack, github) picks its own wording where
+    it differs. Without it, the wording the workflow has always recorded."""
+    text = NEXT_ACTION_ON.get(surface, {}).get(status) or NEXT_ACTION.get(status, "")
+    return text.replace("TASK_ID", task_id)
 
 
 def budget_stop(reason: str) -> tuple[str, str]:

@@ -10,6 +10,18 @@ import importlib
 import os
 
 import typer
+from typer.core import TyperOption
+
+_option_type = TyperOption.display_type_rich
+
+
+def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:
+    """A flag takes no value, so its help shows no type (typer's rich help shows `<bool>`
+    for every flag, `--help` included; its plain help already leaves it out)."""
+    return None if self.is_flag else _option_type(self, ctx)
+
+
+TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
     name="openloop",
@@ -26,6 +38,7 @@ COMMAND_MODULES = (
     "surfaces.cli.memory",
     "surfaces.cli.usage",
     "surfaces.cli.observe",
+    "surfaces.cli.mcp",
     "surfaces.slack.cli",
 )
 

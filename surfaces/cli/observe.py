@@ -25,6 +25,7 @@ from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from config.settings import Settings
+from surfaces.cli.terminal import commands, make_console
 from surfaces.client import connect
 from surfaces.task_lookup import (
     TaskNotFound,
@@ -32,12 +33,14 @@ from surfaces.task_lookup import (
     decision_chain,
     describe_task,
     explain_story,
+    qualified_reason,
     while_running,
     with_refusals,
 )
 from surfaces.timeline import Entry, Story, story_from_history
 from workers import history as histories
 from workflows import search
+from workflows.outcomes import next_action
 from workflows.types import TaskStatus
 
 T = TypeVar("T")
@@ -63,7 +66,7 @@ class _Fail(Exception):
 
 
 def _out() -> Console:
-    return Console(highlight=False)
+    return make_console()
 
 
 def _run(work: Callable[[Settings, Client | None], Awaitable[T]], *, needs_client: bool = True) -> T:
@@ -77,7 +80,7 @@ def _run(work: Callable[[Settings, Client | None], Awaitable[T]], *, needs_clien
     try:
         return asyncio.run(main())
     except (_Fail, TaskNotFound, RuntimeError) as exc:  # connect() says how to reach Temporal
-        Console(stderr=True, highlight=False).print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        make_console(stderr=True).print(f"[red]error:[/red] {escape(commands(str(exc)))}", soft_wrap=True)
         code = EXIT_FAILED if isinstance(exc, TaskNotFound) else EXIT_UNAVAILABLE
         raise typer.Exit(exc.code if isinstance(exc, _Fail) else code) from None
 
@@ -203,9 +206,10 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
         if story.task is not None:
             out.print(f"Request by {escape(story.task.context.user)}: {escape(story.task.request[:300])}")
         if asked is not None and running:
-            doing, action = while_running(asked[1])
+            surface = attrs.get(search.SURFACE) or ""
+            doing, action = while_running(asked[1], surface)
             out.print(f"Status {asked[1].status.value} (live): {escape(doing)}")
-            out.print(f"Next: {escape(action)}")
+            out.print(f"Next: {escape(commands(action))}")
         else:
             out.print(f"Status {escape(_story_status(story, description))}")
         out.print(_timeline(with_refusals(story.entries, asked[0]) if asked else story.entries))
@@ -217,7 +221,9 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
 
 def _story_status(story: Story, description: Any) -> str:
     if story.result is not None:
-        return f"{story.result.status.value}: {story.result.reason}"
+        approvals = [entry.what for entry in story.entries if entry.kind == "approval"]
+        reason = qualified_reason(story.result.status, story.result.reason, approvals)
+        return f"{story.result.status.value}: {reason}"
     if story.closed:
         return story.closed.upper()
     status = description.typed_search_attributes.get(search.STATUS) or "RUNNING"
@@ -225,7 +231,7 @@ def _story_status(story: Story, description: Any) -> str:
 
 
 def explain(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]) -> None:
-    """Why a task is where it is: status, reason, what to do next, and the decisions on the way."""
+    """Why a task is where it is: status, reason, what to do next, and every decision on the way."""
 
     async def work(settings: Settings, client: Client | None) -> None:
         assert client is not None
@@ -234,21 +240,29 @@ def explain(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.
         running = description.status == WorkflowExecutionStatus.RUNNING
         if asked is not None and not running and not asked[0].status.finished:
             asked = None  # terminated or timed out mid-way: only the history tells how it ended
+        story = story_from_history((await histories.fetch_history(client, task_id)).events)
+        surface = description.typed_search_attributes.get(search.SURFACE) or ""
         if asked is not None:
             explanation, view = asked
             status, reason, action = explanation.status.value, explanation.reason, explanation.next_action
+            reason = reason.removeprefix(f"stopped: {status}: ")  # the last decision says it stopped
             if not explanation.status.finished:
-                reason, action = while_running(view)
-            chain, source = explanation.decisions, "the task itself"
+                reason, action = while_running(view, surface)
+            chain, source = decision_chain(story, explanation), "the task itself"
         else:
-            story = story_from_history((await histories.fetch_history(client, task_id)).events)
             recorded = description.typed_search_attributes.get(search.STATUS) or "RUNNING"
             status, reason, action = explain_story(story, task_id, recorded)
             chain, source = decision_chain(story), "its recorded history"
+        if status in TaskStatus.__members__:
+            known = TaskStatus(status)
+            approvals = [entry.what for entry in story.entries if entry.kind == "approval"]
+            reason = qualified_reason(known, reason, approvals)
+            if known.finished:
+                action = next_action(known, task_id, surface=surface) or action
         out = _out()
         out.print(f"[bold]{escape(task_id)}[/bold]: {status}")
         out.print(f"Reason: {escape(reason or '–')}")
-        out.print(f"Next: {escape(action or '–')}")
+        out.print(f"Next: {escape(commands(action) if action else '–')}")
         out.print(f"Decisions (from {source}):")
         for number, decision in enumerate(chain, 1):
             out.print(f"  {number}. {escape(decision)}")

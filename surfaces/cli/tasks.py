@@ -1,7 +1,11 @@
 """The CLI surface: `openloop ask`, `approve`, `reply`, `cancel`, `extend`.
 
 Like every surface it only starts or signals workflows; `ask` then follows the task live
-through its `status` and `explain` queries until it finishes.
+(`surfaces.cli.follow`) until it finishes. With no terminal to answer on, `ask` stops
+following when the task waits for a person and prints the command that moves it on
+(exit 0), unless `--timeout` says how long to follow (exit 3 if it is still running then).
+Exit codes: 0 answered (or left waiting for a person), 1 stopped without success, 2 bad
+input or unreachable, 3 still running when --timeout ran out.
 """
 
 from __future__ import annotations
@@ -13,15 +17,16 @@ import uuid
 from typing import TypeVar
 
 import typer
-from rich.console import Console
 from rich.markup import escape
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from temporalio.service import RPCError
 from temporalio.types import MethodSyncOrAsyncSingleParam
 
 from activities.store.agents import get_agent
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.cli.follow import Followed, follow_task
+from surfaces.cli.terminal import commands, make_console
 from surfaces.client import connect
 from surfaces.tasks import start_task, task_id_for
 from workflows.agent_task import AgentTaskWorkflow
@@ -30,13 +35,12 @@ from workflows.types import (
     BudgetExtension,
     CancelRequest,
     SurfaceContext,
-    TaskResult,
     TaskStatus,
     UserMessage,
 )
 
-console = Console()
-POLL_SECONDS = 0.5
+console = make_console()
+EXIT_STILL_RUNNING = 3
 SignalArg = TypeVar("SignalArg")
 
 
@@ -54,10 +58,20 @@ def register(app: typer.Typer) -> None:
         kind: str = typer.Option("chat", "--kind", help="Task kind for model routing"),
         user: str = typer.Option(default_user(), "--as", help="Who is asking"),
         follow: bool = typer.Option(True, "--follow/--no-follow", help="Follow the task live"),
+        timeout: float | None = typer.Option(
+            None,
+            "--timeout",
+            min=0,
+            help="Follow for at most this many seconds; with no terminal, also through approvals.",
+        ),
     ) -> None:
         """Start a task and follow it: steps, approval prompts, the final reply."""
-        result = asyncio.run(_ask(agent, text, channel, kind, user, follow))
-        if result is not None and result.status != TaskStatus.SUCCESS:
+        followed = asyncio.run(_ask(agent, text, channel, kind, user, follow, timeout))
+        if followed is None:
+            return
+        if followed.left == "timeout":
+            raise typer.Exit(EXIT_STILL_RUNNING)
+        if followed.result is not None and followed.result.status != TaskStatus.SUCCESS:
             raise typer.Exit(1)
 
     @app.command()
@@ -119,22 +133,29 @@ async def _client(settings: Settings) -> Client:
     try:
         return await connect(settings)
     except RuntimeError as exc:
-        console.print(f"[red]{exc}[/]")
+        console.print(f"[red]{escape(commands(str(exc)))}[/]")
         raise typer.Exit(2) from None
 
 
 async def _ask(
-    agent_name: str, text: str, channel: str, kind: str, user: str, follow: bool
-) -> TaskResult | None:
+    agent_name: str,
+    text: str,
+    channel: str,
+    kind: str,
+    user: str,
+    follow: bool,
+    follow_seconds: float | None,
+) -> Followed | None:
     settings = Settings.from_env()
     try:
         pool = await get_pool(settings.require_database_url())
     except RuntimeError as exc:
-        console.print(f"[red]{exc}[/]")
+        console.print(f"[red]{escape(commands(str(exc)))}[/]")
         raise typer.Exit(2) from None
     stored = await get_agent(pool, agent_name)
     if stored is None:
-        console.print(f"[red]No agent named {agent_name!r}.[/] Apply one: openloop agents apply -f FILE")
+        hint = commands("openloop agents apply -f FILE")
+        console.print(f"[red]No agent named {agent_name!r}.[/] Apply one: {hint}")
         raise typer.Exit(2)
     client = await _client(settings)
     context = SurfaceContext(surface="cli", channel=channel, user=user, event_id=uuid.uuid4().hex)
@@ -148,66 +169,26 @@ async def _ask(
         task_kind=kind,
     )
     console.print(f"[bold]Task[/] {handle.id}  (agent {stored.name} v{stored.version})")
-    console.print(
-        f"  Web UI: http://localhost:{settings.temporal_ui_port}/namespaces/{settings.namespace}/workflows/{handle.id}"
-    )
+    ui = settings.temporal_ui_port
+    console.print(f"  Web UI: http://localhost:{ui}/namespaces/{settings.namespace}/workflows/{handle.id}")
     if not follow:
+        console.print(f"  Follow it: {commands('openloop tasks show ' + handle.id)}")
         return None
-    return await follow_task(handle, console, interactive=sys.stdin.isatty(), user=user)
-
-
-async def follow_task(
-    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult],
-    out: Console,
-    *,
-    interactive: bool,
-    user: str,
-) -> TaskResult:
-    """Print each new step as it happens; prompt for approval when the task waits on one."""
-    seen = 0
-    prompted: set[str] = set()
-    result_task = asyncio.create_task(handle.result())
-    while not result_task.done():
-        try:
-            explanation = await handle.query(AgentTaskWorkflow.explain)
-            status = await handle.query(AgentTaskWorkflow.status)
-        except RPCError:
-            await asyncio.sleep(POLL_SECONDS)
-            continue
-        for record in explanation.steps[seen:]:
-            cost = f"  ${record.cost_usd:.4f}" if record.cost_usd else ""
-            out.print(f"  [dim]step {record.step}[/] {record.kind:<8} {escape(record.summary)}{cost}")
-        seen = len(explanation.steps)
-        pending = status.pending_approval
-        if pending is not None and pending.request_id not in prompted:
-            prompted.add(pending.request_id)
-            out.print(
-                f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {escape(str(pending.arguments))}\n"
-                f"  approvers: {', '.join(pending.approvers)}; expires {pending.expires_at_iso}\n"
-                f"  approve: openloop approve {handle.id} --as APPROVER   deny: add --deny"
-            )
-            if interactive and user in pending.approvers:
-                answer = await asyncio.to_thread(
-                    typer.confirm, f"Approve {pending.tool} as {user}?", default=False
-                )
-                decision = ApprovalDecision(pending.request_id, pending.action_id, user)
-                await handle.signal(AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision)
-        if status.status == TaskStatus.WAITING_USER and status.reply and "asked" not in prompted:
-            prompted.add("asked")
-            out.print(
-                f'[cyan]The agent asks:[/] {escape(status.reply)}\n  answer: openloop reply {handle.id} "…"'
-            )
-        await asyncio.wait({result_task}, timeout=POLL_SECONDS)
-    result = result_task.result()
-    colour = "green" if result.status == TaskStatus.SUCCESS else "red"
-    out.print(f"\n{escape(result.reply)}\n")
-    out.print(
-        f"[{colour}]{result.status.value}[/] — {escape(result.reason)}; {result.steps} steps, "
-        f"{result.usage.tokens} tokens, ${result.usage.cost_usd:.4f}"
+    interactive = sys.stdin.isatty()
+    followed = await follow_task(
+        handle,
+        console,
+        interactive=interactive,
+        user=user,
+        leave_when_waiting=not interactive and follow_seconds is None,
+        follow_seconds=follow_seconds,
     )
-    if result.status != TaskStatus.SUCCESS:
-        out.print(f"Next: {result.next_action}")
-    return result
+    if followed.left == "waiting":
+        console.print(
+            "No terminal to answer on, so this command returns; the task keeps waiting. "
+            f"Check on it: {commands('openloop explain ' + handle.id)}"
+        )
+    return followed
 
 
 async def _decide(task_id: str, user: str, approved: bool) -> None:

@@ -195,7 +195,7 @@ async def test_explain_and_show_a_finished_task_with_no_worker_running(
     assert explained.exit_code == 0, explained.output
     out = explained.output
     assert f"{tasks.answered.id}: SUCCESS" in out and "Reason: answered" in out
-    assert "Next: Nothing to do; follow up in the same thread" in out
+    assert "Next: Nothing to do; for a follow-up, ask again" in out  # a CLI task has no thread
     assert "Decisions (from its recorded history)" in out
     assert "model: scripted/model: 1 tool call(s): memory.search" in out
     assert "tool: memory.search: ok" in out

@@ -1,0 +1,203 @@
+"""Following a task live from the CLI: every step in order, approval prompts, the answer.
+
+Used by `openloop ask` and `openloop up --demo`. The task is read through its `status`
+and `explain` queries: `status` first, then `explain`, so the steps printed always include
+the step that led to what the status shows (an approval is announced after the model
+call that asked for it). When the task ends, its steps are read once more, so the last
+ones are printed before the answer.
+
+With no terminal to answer on, `ask` does not wait for a person: it prints the exact command
+that would move the task on and returns, unless told to follow for a while (`--timeout`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from dataclasses import dataclass
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from temporalio.client import WorkflowHandle
+from temporalio.service import RPCError
+
+from surfaces.cli.terminal import commands
+from surfaces.task_lookup import qualified_reason
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.outcomes import next_action
+from workflows.types import ApprovalDecision, StepRecord, TaskResult, TaskStatus, TaskStatusView
+
+POLL_SECONDS = 0.5
+FINAL_QUERY_TRIES = 3
+
+
+@dataclass
+class Followed:
+    """How following ended: the task's result, or why it was left running."""
+
+    result: TaskResult | None = None
+    left: str = ""  # "waiting" (a person must act), "timeout" (--timeout ran out)
+
+
+class _Printer:
+    """Prints each step record once, in the order the task recorded them."""
+
+    def __init__(self, out: Console) -> None:
+        self.out = out
+        self.seen: set[tuple[int, str, str, str]] = set()
+        self.steps: list[StepRecord] = []
+
+    def new(self, steps: list[StepRecord]) -> None:
+        for record in steps:
+            key = (record.step, record.kind, record.summary, record.at_iso)
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            self.steps.append(record)
+            cost = f"  ${record.cost_usd:.4f}" if record.cost_usd else ""
+            self.out.print(f"  [dim]step {record.step}[/] {record.kind:<8} {escape(record.summary)}{cost}")
+
+
+async def follow_task(
+    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult],
+    out: Console,
+    *,
+    interactive: bool,
+    user: str,
+    leave_when_waiting: bool = False,
+    follow_seconds: float | None = None,
+) -> Followed:
+    """Print each new step as it happens; prompt for approval when the task waits on one.
+
+    `leave_when_waiting`: return once the task waits for a person nobody here can be asked
+    (no terminal). `follow_seconds`: return when it has not finished after this many seconds.
+    """
+    printer = _Printer(out)
+    prompted: set[str] = set()
+    deadline = None if follow_seconds is None else time.monotonic() + follow_seconds
+    result_task = asyncio.create_task(handle.result())
+    try:
+        while not result_task.done():
+            status: TaskStatusView | None = None
+            try:
+                status = await handle.query(AgentTaskWorkflow.status)
+                printer.new((await handle.query(AgentTaskWorkflow.explain)).steps)
+            except RPCError:
+                status = None
+            if status is not None:
+                waiting = await _prompt(handle, out, status, prompted, interactive=interactive, user=user)
+                if waiting and leave_when_waiting:
+                    return Followed(left="waiting")
+            if deadline is not None and time.monotonic() >= deadline:
+                state = status.status.value if status else "running"
+                out.print(
+                    f"[yellow]Still {state}[/] after {follow_seconds:g} s; "
+                    f"the task goes on. Follow it: {commands('openloop tasks show ' + handle.id)}"
+                )
+                return Followed(left="timeout")
+            await asyncio.wait({result_task}, timeout=POLL_SECONDS)
+        result = result_task.result()
+    finally:
+        if not result_task.done():
+            result_task.cancel()
+    await _last_steps(handle, printer)
+    _print_result(out, handle.id, result, printer.steps)
+    return Followed(result=result)
+
+
+async def _prompt(
+    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult],
+    out: Console,
+    status: TaskStatusView,
+    prompted: set[str],
+    *,
+    interactive: bool,
+    user: str,
+) -> bool:
+    """Announce (once) what the task waits for; ask here when we can. True: it waits on a person."""
+    pending = status.pending_approval
+    if pending is not None:
+        if pending.request_id not in prompted:
+            prompted.add(pending.request_id)
+            approver = user if user in pending.approvers else "APPROVER"
+            out.print(
+                f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {escape(str(pending.arguments))}\n"
+                f"  approvers: {', '.join(pending.approvers)}; expires {pending.expires_at_iso}\n"
+                f"  approve: {commands(f'openloop approve {handle.id} --as {approver}')}"
+                f"   deny: {commands(f'openloop deny {handle.id} --as {approver}')}"
+            )
+            if interactive and user in pending.approvers:
+                answer = await _confirm(f"Approve {pending.tool} as {user}?")
+                if answer is None:
+                    return True  # no answer (end of input): it waits for an approver
+                decision = ApprovalDecision(pending.request_id, pending.action_id, user)
+                await handle.signal(AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision)
+                return False
+        return True
+    if status.status == TaskStatus.WAITING_USER and status.reply:
+        if "asked" not in prompted:
+            prompted.add("asked")
+            out.print(
+                f"[cyan]The agent asks:[/] {escape(status.reply)}\n"
+                f"  answer: {commands(f'openloop reply {handle.id} ' + chr(34) + '…' + chr(34))}"
+            )
+        return True
+    if status.status == TaskStatus.WAITING_BUDGET:
+        if "budget" not in prompted:
+            prompted.add("budget")
+            out.print(f"[yellow]Paused:[/] {escape(status.last_action)}")
+            out.print(commands(next_action(TaskStatus.BUDGET_EXHAUSTED, handle.id)))
+        return True
+    prompted.discard("asked")
+    prompted.discard("budget")
+    return False
+
+
+async def _confirm(question: str) -> bool | None:
+    """Ask yes/no on the terminal without holding up shutdown: the question waits in a daemon
+    thread, so Ctrl-C (or the task ending) never waits for someone to press Enter."""
+    loop = asyncio.get_running_loop()
+    answered: asyncio.Future[bool | None] = loop.create_future()
+
+    def settle(answer: bool | None) -> None:
+        if not answered.done():
+            answered.set_result(answer)
+
+    def ask() -> None:
+        try:
+            answer: bool | None = typer.confirm(question, default=False)
+        except (typer.Abort, EOFError):
+            answer = None
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
+            loop.call_soon_threadsafe(settle, answer)
+
+    threading.Thread(target=ask, name="openloop-confirm", daemon=True).start()
+    return await answered
+
+
+async def _last_steps(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult], printer: _Printer) -> None:
+    """The steps recorded since the last poll: a finished task still answers queries."""
+    for _ in range(FINAL_QUERY_TRIES):
+        try:
+            printer.new((await handle.query(AgentTaskWorkflow.explain)).steps)
+            return
+        except RPCError:
+            await asyncio.sleep(POLL_SECONDS)
+    printer.out.print(f"  [dim](later steps: {commands('openloop tasks show ' + handle.id)})[/]")
+
+
+def _print_result(out: Console, task_id: str, result: TaskResult, steps: list[StepRecord]) -> None:
+    colour = "green" if result.status == TaskStatus.SUCCESS else "red"
+    approvals = [step.summary for step in steps if step.kind == "approval"]
+    reason = qualified_reason(result.status, result.reason, approvals)
+    out.print(f"\n{escape(result.reply)}\n")
+    out.print(
+        f"[{colour}]{result.status.value}[/] — {escape(reason)}; {result.steps} steps, "
+        f"{result.usage.tokens} tokens, ${result.usage.cost_usd:.4f}"
+    )
+    if result.status != TaskStatus.SUCCESS:
+        action = next_action(result.status, task_id, surface="cli") or result.next_action
+        out.print(f"Next: {escape(commands(action))}")

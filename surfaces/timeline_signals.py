@@ -1,0 +1,96 @@
+"""The signals in a task's history, and which approval decisions counted.
+
+A decision that did not count (wrong request, different arguments, not an approver, already
+decided) leaves only its signal in the history (the task audits it in Postgres); this module
+reads why from the same rule the task applies (`workflows.policy.may_approve`) and the
+request the task had posted, so `openloop explain` shows refused decisions with their reason.
+Pure functions over recorded data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.api.common.v1 import Payloads
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.contrib.pydantic import pydantic_data_converter
+
+from config.agent import AgentConfig
+from workflows import policy
+from workflows.types import ApprovalDecision, ApprovalRequest, BudgetExtension, CancelRequest, UserMessage
+
+SIGNAL_TYPES: dict[str, type] = {
+    "approve": ApprovalDecision,
+    "deny": ApprovalDecision,
+    "user_message": UserMessage,
+    "cancel": CancelRequest,
+    "extend_budget": BudgetExtension,
+}
+
+
+def decode(payloads: Payloads, type_: type) -> Any:
+    if not payloads.payloads:
+        return None
+    try:
+        return pydantic_data_converter.payload_converter.from_payloads(payloads.payloads, [type_])[0]
+    except Exception:  # a payload this version cannot read is skipped, not fatal
+        return None
+
+
+class GateView:
+    """The approval request a task was waiting on at each point of its history."""
+
+    def __init__(self) -> None:
+        self.agent: AgentConfig | None = None
+        self.pending: ApprovalRequest | None = None
+        self.decided = False
+        self.used: set[str] = set()
+
+    def posted(self, request: ApprovalRequest) -> None:
+        self.pending, self.decided = request, False
+
+    def resolved(self) -> None:
+        if self.pending is not None:
+            self.used.add(self.pending.request_id)
+        self.pending, self.decided = None, False
+
+    def problem_with(self, decision: ApprovalDecision) -> str | None:
+        """Why the task ignored this decision, or None when it counted."""
+        if decision.request_id in self.used:
+            return "this request was already decided"
+        if self.pending is None or self.decided:
+            return "no approval is pending"
+        if decision.request_id != self.pending.request_id:
+            return "the decision is for another request"
+        if decision.action_id != self.pending.action_id:
+            return "the decision is for different arguments than the pending action"
+        if self.agent is not None and not policy.may_approve(self.agent, decision.approver):
+            return f"{decision.approver} is not an approver of this agent"
+        self.decided = True
+        return None
+
+
+def signal_entry(event: HistoryEvent, gate: GateView) -> tuple[str, str, str | None]:
+    """(kind, what, who) of a signal; kind is `refused` for a decision that did not count."""
+    attrs = event.workflow_execution_signaled_event_attributes
+    name = attrs.signal_name
+    value: Any = decode(attrs.input, SIGNAL_TYPES.get(name, dict))
+    if isinstance(value, ApprovalDecision):
+        problem = gate.problem_with(value)
+        if problem is not None:
+            return "refused", f"{name} from {value.approver} ignored: {problem}", value.approver
+        return "signal", f"{name} from {value.approver}", value.approver
+    if isinstance(value, UserMessage):
+        return "signal", f"message from {value.user}: {value.text[:100]}", value.user
+    if isinstance(value, CancelRequest):
+        reason = f": {value.reason}" if value.reason else ""
+        return "signal", f"cancel from {value.by}{reason}", value.by
+    if isinstance(value, BudgetExtension):
+        if gate.agent is not None and not policy.may_approve(gate.agent, value.by):
+            return "refused", f"budget extension from {value.by} ignored: not an approver", value.by
+        what = (
+            f"extend budget from {value.by}: +${value.usd:.2f}, +{value.tokens} tokens, "
+            f"+{value.iterations} iterations"
+        )
+        return "signal", what, value.by
+    return "signal", name, None
