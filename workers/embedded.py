@@ -60,6 +60,29 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, ready to hand to a server (raises OSError when taken)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def ports_taken(wanted: list[tuple[str, str, int]]) -> list[str]:
+    """Which of (what, host, port) cannot be listened on now, each said as a sentence."""
+    taken = []
+    for what, host, port in wanted:
+        try:
+            listen_socket(host, port).close()
+        except OSError as exc:
+            taken.append(f"{what} port {host}:{port} is taken ({exc.strerror or exc})")
+    return taken
+
+
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):

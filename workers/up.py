@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import uvicorn
 from rich.console import Console
+from rich.markup import escape
 
 from activities.store.agents import apply_agent, list_agents
 from activities.store.db import apply_migrations_async, close_pools, get_pool
@@ -25,8 +27,9 @@ from activities.tools.catalog import tool_permissions
 from config.loader import EXAMPLES_DIR, load_agent_file
 from config.settings import Settings, write_stack_file
 from surfaces.app import create_app
+from surfaces.cli.terminal import commands
 from surfaces.client import connect
-from workers.embedded import EmbeddedPostgres, TemporalDevServer
+from workers.embedded import EmbeddedPostgres, TemporalDevServer, listen_socket, ports_taken
 from workers.worker import build_worker
 
 
@@ -87,13 +90,38 @@ async def apply_examples_on_first_run(database_url: str) -> list[str]:
     return applied
 
 
+def wanted_ports(settings: Settings) -> list[tuple[str, str, int]]:
+    """Every port `up` listens on (directly or through a child), checked before it starts any."""
+    host, port = settings.temporal_address.rsplit(":", 1)
+    return [
+        ("Temporal", host, int(port)),
+        ("Temporal Web UI", "127.0.0.1", settings.temporal_ui_port),
+        ("HTTP", settings.http_host, settings.http_port),
+    ]
+
+
 async def run_stack(
     settings: Settings, console: Console, on_ready: Callable[[Stack], object] | None = None
 ) -> None:
+    """Start every part, serve until Ctrl-C or SIGTERM, then stop every part.
+
+    Nothing starts when a port is taken. A part that fails to start (the HTTP server
+    included) stops the parts already started and leaves no stack.json behind.
+    """
+    taken = ports_taken(wanted_ports(settings))
+    if taken:
+        raise RuntimeError(
+            "; ".join(taken) + ". Is another `openloop up` running (`openloop status`)? Stop it, "
+            "or choose other ports (OPENLOOP_TEMPORAL_ADDRESS, OPENLOOP_TEMPORAL_UI_PORT, "
+            "OPENLOOP_HTTP_ADDRESS)."
+        )
     stack = Stack(settings, console)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stack.stopping.set)
+    wrote_stack_file = False
+    # Held from now on, so nothing can take the HTTP port while the other parts start.
+    http_socket = listen_socket(settings.http_host, settings.http_port)
     try:
         with console.status("Starting OpenLoop…") as status:
 
@@ -123,43 +151,78 @@ async def run_stack(
                     lifespan="on",
                 )
             )
-        write_stack_file(
-            settings.state_dir,
-            {
-                "database_url": stack.database_url,
-                "temporal_address": settings.temporal_address,
-                "web_ui": stack.ui_url,
-                "http": f"http://{settings.http_address}",
-            },
-        )
-        postgres_where = f"embedded, data in {settings.state_dir / 'pg'}" if stack.postgres else "external"
-        console.print(
-            f"[bold green]OpenLoop is up.[/]\n"
-            f"  Temporal   {settings.temporal_address} (namespace {settings.namespace})\n"
-            f"  Web UI     {stack.ui_url}\n"
-            f"  HTTP       http://{settings.http_address}  (/healthz, /readyz, /slack/events, …)\n"
-            f"  Postgres   {postgres_where}\n"
-            f'Try: [bold]openloop ask helper "remember that we chose Postgres 16 for the ledger"[/]\n'
-            f"Stop with Ctrl-C."
-        )
         async with worker:
             # While it serves, uvicorn also catches SIGINT/SIGTERM (and raises them again when
             # it stops); the loop's handlers above still run, so `stopping` decides shutdown.
-            serve = asyncio.create_task(server.serve())
-            if on_ready is not None:
-                result = on_ready(stack)
-                if asyncio.iscoroutine(result):
-                    await result
-            await stack.stopping.wait()
+            serve = asyncio.create_task(_serve(server, http_socket, settings.http_address))
+            await _until_serving(server, serve)
+            write_stack_file(
+                settings.state_dir,
+                {
+                    "database_url": stack.database_url,
+                    "temporal_address": settings.temporal_address,
+                    "web_ui": stack.ui_url,
+                    "http": f"http://{settings.http_address}",
+                },
+            )
+            wrote_stack_file = True
+            _print_up(console, settings, stack)
+            ready = on_ready(stack) if on_ready is not None else None
+            if asyncio.iscoroutine(ready):
+                ready = asyncio.ensure_future(ready)
+            stopping = asyncio.create_task(stack.stopping.wait())
+            await asyncio.wait({stopping, serve}, return_when=asyncio.FIRST_COMPLETED)
             console.log("stopping…")
+            await _cancel(ready)  # the demo follows a task through Temporal: stop it first
+            stopping.cancel()
             server.should_exit = True
             await serve
     finally:
+        http_socket.close()
         await close_pools()
         await asyncio.to_thread(stack.stop_services)
-        with contextlib.suppress(OSError):
-            (settings.state_dir / "stack.json").unlink()
+        if wrote_stack_file:
+            with contextlib.suppress(OSError):
+                (settings.state_dir / "stack.json").unlink()
         console.log("stopped")
+
+
+async def _serve(server: uvicorn.Server, sock: socket.socket, address: str) -> None:
+    """uvicorn exits the process when it cannot start; here that is an error to clean up after."""
+    try:
+        await server.serve(sockets=[sock])
+    except SystemExit:
+        raise RuntimeError(f"the HTTP server could not start on {address}; see the log above") from None
+
+
+async def _until_serving(server: uvicorn.Server, serve: asyncio.Task[None]) -> None:
+    while not server.started:
+        if serve.done():
+            serve.result()  # its error, if it has one
+            raise RuntimeError("the HTTP server stopped before it started")
+        await asyncio.sleep(0.05)
+
+
+async def _cancel(running: object) -> None:
+    if isinstance(running, asyncio.Future) and not running.done():
+        running.cancel()
+    if isinstance(running, asyncio.Future):
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await running
+
+
+def _print_up(console: Console, settings: Settings, stack: Stack) -> None:
+    postgres_where = f"embedded, data in {settings.state_dir / 'pg'}" if stack.postgres else "external"
+    ask = commands('openloop ask helper "remember that we chose Postgres 16 for the ledger"')
+    console.print(
+        f"[bold green]OpenLoop is up.[/]\n"
+        f"  Temporal   {settings.temporal_address} (namespace {settings.namespace})\n"
+        f"  Web UI     {stack.ui_url}\n"
+        f"  HTTP       http://{settings.http_address}  (/healthz, /readyz, /slack/events, …)\n"
+        f"  Postgres   {postgres_where}\n"
+        f"Try: [bold]{escape(ask)}[/]\n"
+        f"Stop with Ctrl-C."
+    )
 
 
 async def _ensure_schedules(client: object, settings: Settings) -> None:

@@ -83,7 +83,8 @@ def test_up_serves_everything_runs_a_task_and_stops_cleanly(
 
     # A second terminal: ask (it parks on the approval), approve, and the answer arrives.
     asked = subprocess.Popen(
-        [*OPENLOOP, "ask", "helper", "Please remember the decision: ship on Tuesdays"],
+        # No terminal here: without --timeout, ask would print the approve command and return.
+        [*OPENLOOP, "ask", "helper", "Please remember the decision: ship on Tuesdays", "--timeout", "120"],
         env=stack_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -1,0 +1,63 @@
+"""`openloop up` when things go wrong: a port already taken starts nothing and leaves nothing
+behind; Ctrl-C while the demo task waits is a clean shutdown (no traceback)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tests.integration.test_openloop_up import OPENLOOP, STARTUP_SECONDS, stack_env  # noqa: F401
+from workers.embedded import port_open
+
+
+def _ports(env: dict[str, str]) -> list[int]:
+    return [
+        int(env["OPENLOOP_TEMPORAL_ADDRESS"].rsplit(":", 1)[1]),
+        int(env["OPENLOOP_TEMPORAL_UI_PORT"]),
+    ]
+
+
+def test_a_taken_http_port_starts_nothing_and_leaves_nothing(stack_env: dict[str, str]) -> None:  # noqa: F811
+    host, port = stack_env["OPENLOOP_HTTP_ADDRESS"].rsplit(":", 1)
+    with socket.socket() as busy:
+        busy.bind((host, int(port)))
+        busy.listen()
+        started = time.monotonic()
+        done = subprocess.run([*OPENLOOP, "up"], env=stack_env, capture_output=True, text=True, timeout=120)
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert f"HTTP port {host}:{port} is taken" in out and "OpenLoop is up" not in out
+    assert time.monotonic() - started < 20  # nothing was started, so nothing had to stop
+    assert not any(port_open("127.0.0.1", p) for p in _ports(stack_env))
+    assert not (Path(stack_env["OPENLOOP_STATE_DIR"]) / "stack.json").exists()
+    assert "Traceback" not in out
+
+
+def test_ctrl_c_while_the_demo_waits_is_a_clean_shutdown(stack_env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+    log = tmp_path / "up.log"
+    process = subprocess.Popen(
+        [*OPENLOOP, "up", "--demo"],
+        env=stack_env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while "Approval needed" not in log.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    out = log.read_text()
+    assert code == 0, out
+    assert "Traceback" not in out and "RPCError" not in out, out
+    assert "openloop approve" in out  # the demo said how to approve before it was stopped
+    assert not any(port_open("127.0.0.1", p) for p in _ports(stack_env))
+    assert not (Path(stack_env["OPENLOOP_STATE_DIR"]) / "stack.json").exists()
