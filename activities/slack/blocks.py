@@ -227,7 +227,7 @@ def progress_text(task_id: str, status: TaskStatus | None = None, note: str = ""
 def no_agent_text(channel: str) -> str:
     return (
         f"No agent is set up for <#{channel}> yet, so I can't take this on. To add one, put "
-        f"`{channel}` in an agent's `spec.surfaces.slack.channels` and run `openloop apply -f "
+        f"`{channel}` in an agent's `spec.surfaces.slack.channels` and run `openloop agents apply -f "
         "agent.yaml`."
     )
 

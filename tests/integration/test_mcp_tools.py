@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
+from typer.testing import CliRunner
 
 from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
 from config.mcp import McpServer
 from config.settings import Settings
+from surfaces.cli.main import app
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.helpers import approve_when_pending
 from tests.reliability.harness import agent_config, eventually, scalar, start, stored
@@ -205,3 +208,34 @@ async def test_a_retried_call_whose_answer_was_recorded_is_not_sent_again(
     again = await env.run(call_mcp_tool, inp)  # a retry after the first attempt's answer was recorded
     assert first.ok and again == first
     assert calls_made(state) == ["Once"]
+
+
+def test_mcp_list_and_call_from_the_command_line(pg_url: str, state: Path, http_server: str) -> None:
+    config = mcp_agent(state, http_server)
+    agent_file = state / "agent.yaml"
+    agent_file.write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    separator = "&" if "?" in pg_url else "?"
+    env = {
+        "OPENLOOP_DATABASE_URL": f"{pg_url}{separator}application_name=openloop-mcp-cli-test",
+        "COLUMNS": "200",
+        "TEST_MCP_AUTH": SECRET,
+    }
+    runner = CliRunner()
+
+    def openloop(*args: str) -> Any:
+        return runner.invoke(app, list(args), env=env)
+
+    applied = openloop("agents", "apply", "-f", str(agent_file))
+    assert applied.exit_code == 0, applied.output
+    listed = openloop("mcp", "list", config.name, "--schemas")
+    assert listed.exit_code == 0, listed.output
+    assert "notes: 4 allowed tool(s)" in listed.output and "web: 2 allowed tool(s)" in listed.output
+    assert "notes.read_note" in listed.output and "web.whoami" in listed.output
+    assert "notes.slow" not in listed.output  # not on the allow list
+    called = openloop("mcp", "call", config.name, "web.whoami")
+    assert called.exit_code == 0 and called.output.strip() == "authorized", called.output
+    title = '{"title": "x"}'
+    refused = openloop("mcp", "call", config.name, "notes.create_note", "--args", title)
+    assert refused.exit_code == 1 and "add --yes" in refused.output and calls_made(state) == []
+    written = openloop("mcp", "call", config.name, "notes.create_note", "--args", title, "--yes")
+    assert written.exit_code == 0 and calls_made(state) == ["x"], written.output

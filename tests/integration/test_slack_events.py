@@ -341,7 +341,7 @@ async def test_a_channel_without_an_agent_gets_one_helpful_reply(
     replies = replies_here()
     assert len(replies) == 1
     assert replies[0]["thread_ts"] == "1700000000.000100"
-    assert "No agent is set up" in replies[0]["text"] and "openloop apply" in replies[0]["text"]
+    assert "No agent is set up" in replies[0]["text"] and "openloop agents apply -f" in replies[0]["text"]
     assert await started_input(client, task_id_for("slack", payload["event_id"])) is None
 
 
