@@ -50,13 +50,13 @@ def task_summary(agent: StoredAgent, request: str) -> str:
 
 
 def task_memo(agent: StoredAgent, context: SurfaceContext, request: str) -> dict[str, str]:
-    """Shown with the task in the Web UI and `temporal workflow describe`; the task's outcome
-    (a cancelled task still completes as a workflow) is its OpenLoopStatus search attribute."""
+    """Shown with the task in the Web UI and `temporal workflow describe`; the task replaces
+    `outcome` with how it ended (a cancelled task still completes as a workflow)."""
     return {
         "description": task_summary(agent, request),
         "agent": f"{agent.name} v{agent.version}",
         "asked_by": f"{context.user} on {context.surface} {context.channel}".strip(),
-        "outcome": f"see the {search.STATUS.name} search attribute",
+        "outcome": "running",
     }
 
 

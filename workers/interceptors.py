@@ -33,6 +33,7 @@ from temporalio.worker import (
 
 from activities.tools.tool_activities import record_tool_span_attributes
 from workflows import activity_options
+from workflows.mcp_types import McpCallInput, McpListInput
 from workflows.types import (
     WORKFLOW_NAME,
     ActivityName,
@@ -176,9 +177,13 @@ def activity_summary(name: str, args: Any) -> str | None:
         tools = ", ".join(call.tool for call in arg.run_first.calls) if arg.run_first else ""
         first = f"run {tools}, then " if tools else ""
         return f"step {arg.step}: {first}{what.get(arg.purpose, 'ask')} {model}"
+    if isinstance(arg, McpCallInput):
+        arg = arg.call  # said like a native tool's call
     if isinstance(arg, ToolCallInput):
         approved = f", approved by {arg.approval.approver}" if arg.approval else ""
         return f"step {arg.step}: run {arg.tool}{approved}"
+    if isinstance(arg, McpListInput):
+        return f"list the tools of MCP servers {', '.join(server.name for server in arg.servers)}"
     if isinstance(arg, PostApprovalRequestInput):
         approvers = ", ".join(arg.request.approvers) or "an approver"
         return f"ask {approvers} to approve {arg.request.tool}"

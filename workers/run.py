@@ -88,7 +88,7 @@ async def run_worker(
     try:
         client = await _retry("Temporal", lambda: connect_from_env(settings), stop)
         await _prepare_schema(database_url, options.apply_migrations, stop)
-        await _report_model_keys(database_url)
+        await report_model_keys(database_url)
         limits = options.limits
         activity_slots = _or(limits.max_concurrent_activities, defaults.MAX_CONCURRENT_ACTIVITIES)
         worker = defaults.build_worker(
@@ -231,7 +231,7 @@ async def _prepare_schema(database_url: str, apply: bool, stop: asyncio.Event) -
         await _sleep_unless_stopped(5.0, stop)
 
 
-async def _report_model_keys(database_url: str) -> None:
+async def report_model_keys(database_url: str) -> None:
     """Say which models the applied agents name have no key here; never stops the start."""
     from activities.llm.health import report_missing_keys
 

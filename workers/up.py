@@ -30,6 +30,7 @@ from surfaces.app import create_app
 from surfaces.cli.terminal import commands
 from surfaces.client import connect
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, listen_socket, ports_taken
+from workers.run import report_model_keys
 from workers.worker import build_worker
 
 
@@ -138,6 +139,7 @@ async def run_stack(
             examples = await apply_examples_on_first_run(stack.database_url)
             if examples:
                 console.log(f"applied example agents: {', '.join(examples)}")
+            await report_model_keys(stack.database_url)
             progress("connecting the worker")
             client = await connect(settings)
             await _ensure_schedules(client, settings)

@@ -55,6 +55,7 @@ from workflows.usage_meter import UsageMeter
 
 MAX_CONTINUATIONS = 3  # a reply cut off by the output limit is continued this many times
 STATUS_AFTER_REPLY = "status-after-reply"  # workflow.patched id
+OUTCOME_MEMO = "outcome-memo"  # workflow.patched id
 CONTINUE = "Continue exactly where you stopped."
 
 
@@ -268,6 +269,9 @@ class AgentTaskWorkflow:
             self.record.decide(f"stopped: {status.value}: {reason}")
             await self.waits.post(text or "(no answer)", status)
         workflow.upsert_search_attributes([search.COST_USD.value_set(round(self.meter.usage.cost_usd, 6))])
+        if workflow.patched(OUTCOME_MEMO):
+            # A cancelled task still completes as a workflow: the memo says how it ended.
+            workflow.upsert_memo({"outcome": f"{status.value}: {reason}"[:300]})
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TaskResult(
             task_id=self.inp.task_id,

@@ -74,6 +74,7 @@ class ModelCaller:
         self.record.last_action = f"asking the model (step {self.record.step})"
         result = await self._execute(purpose, tool_names)
         self.conversation.last_prompt_tokens = result.usage.prompt_tokens
+        self.record.last_model = result.usage.model or self.record.last_model
         self.meter.charge(result.usage, iteration=purpose == STEP)
         self.record.record(
             "model",

@@ -49,6 +49,7 @@ class TaskRecord:
         self.steps: list[StepRecord] = []
         self.status = TaskStatus.RUNNING
         self.last_action = "starting"
+        self.last_model = ""  # the model that answered the latest call (after fallbacks)
 
     def set_status(self, status: TaskStatus) -> None:
         if status != self.status:

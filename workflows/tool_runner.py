@@ -113,7 +113,8 @@ class ToolRunner:
         self.record.set_status(TaskStatus.WAITING_APPROVAL)
         self.record.last_action = f"waiting for approval of {name}"
         waited_from = workflow.now()
-        model = self.agent.spec.model_policy.models_for(self.inp.task_kind)[0]
+        # The card names the model that asked for this call, not the policy's first choice.
+        model = self.record.last_model or self.agent.spec.model_policy.models_for(self.inp.task_kind)[0]
         decision = await self.gate.request(
             self.record.step, key, name, arguments, model, cancelled=lambda: self.cancellation.requested
         )

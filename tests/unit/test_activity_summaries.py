@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from config.mcp import McpServer
 from workers.interceptors import activity_summary
+from workflows.mcp_types import McpCallInput, McpListInput
 from workflows.types import (
     ActivityName,
     ApprovalRecord,
@@ -77,3 +79,21 @@ def test_a_tool_call_names_its_approver() -> None:
         "step 2: run github.create_issue, approved by U_ALICE"
     )
     assert approved.idempotency_key == "task-1:2:c1" and approved.requested_by == "U_BOB"
+
+
+def test_mcp_calls_and_listing_read_like_native_tools() -> None:
+    server = McpServer(name="notes", transport="stdio", command=["notes-server"], allow=["create_note"])
+    call = ToolCallInput.for_call(
+        "task-1",
+        3,
+        "k",
+        "notes.create_note",
+        {"title": "x"},
+        CONTEXT,
+        SCOPE,
+        ApprovalRecord("req-1", "act-1", "U_ALICE", "2026-11-22T10:00:00+00:00"),
+    )
+    summary = activity_summary(ActivityName.MCP_CALL_TOOL, [McpCallInput(call, server, "create_note", "sha")])
+    assert summary == "step 3: run notes.create_note, approved by U_ALICE"
+    listing = activity_summary(ActivityName.MCP_LIST_TOOLS, [McpListInput("task-1", [server])])
+    assert listing == "list the tools of MCP servers notes"

@@ -152,3 +152,27 @@ async def test_a_reply_that_cannot_be_posted_ends_in_error_with_the_answer_kept(
     assert "could not be posted" in result.reason and "The answer is 42." in result.reply
     shown = described.typed_search_attributes.get(search.STATUS)
     assert shown == TaskStatus.ERROR.value
+    memo = await described.memo_value("outcome")
+    assert str(memo).startswith("ERROR: the answer could not be posted")
+
+
+async def test_the_approval_card_names_the_model_that_asked_not_the_policy_default(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    inp = task_input()
+    inp.agent = parse_agent(AGENT_YAML.replace("default: scripted/model", "default: primary/model"))
+    asked = {"repo": "acme/platform", "title": "One"}
+    script = Script(
+        [use("github.create_issue", json.dumps(asked)), say("Done.")]
+    )  # answered by scripted/model
+    async with worker(ts_env, script, task_queue):
+        handle = await ts_env.client.start_workflow(
+            AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue
+        )
+        pending = await pending_approval(handle)
+        await handle.signal(
+            AgentTaskWorkflow.approve, ApprovalDecision(pending.request_id, pending.action_id, "U_ALICE")
+        )
+        await handle.result()
+    assert pending.model == "scripted/model"
+    assert script.approval_requests[0].request.model == "scripted/model"
