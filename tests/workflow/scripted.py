@@ -146,9 +146,8 @@ class Script:
             script.mcp_calls.append(inp)
             return ToolCallResult(ok=True, output=script.tool_output(inp.call))
 
+        # The model first: tests swap in the real one with `activities()[1:]`.
         return [
-            list_mcp_tools,
-            call_mcp_tool,
             call_model,
             run_tool,
             recall,
@@ -157,6 +156,8 @@ class Script:
             post_reply,
             post_approval_request,
             resolve,
+            list_mcp_tools,
+            call_mcp_tool,
         ]
 
 

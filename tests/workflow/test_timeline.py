@@ -81,7 +81,7 @@ def test_tools_that_ran_inside_a_model_call_show_at_their_own_steps() -> None:
 def test_a_budget_stop_and_a_follow_up_read_as_what_happened() -> None:
     budget = story("budget_exhausted")
     assert budget.result is not None and budget.result.status == TaskStatus.BUDGET_EXHAUSTED
-    assert "status: now WAITING_BUDGET" in decision_chain(budget)
+    assert "status: now paused: a budget is reached, waiting for an extension" in decision_chain(budget)
     assert "openloop extend" in budget.result.next_action
     follow = story("follow_up")
     asked = only(follow.entries, "reply", "WAITING_USER: Which environment")
