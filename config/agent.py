@@ -45,6 +45,7 @@ DEFAULT_PER_TASK_USD = 1.0
 # checked: an agent read back from the store or from a task's history was checked when applied.
 TOOLS_CONTEXT = "tool_permissions"
 
+_SKILL_REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
 
@@ -211,6 +212,7 @@ class AgentSpecBody(Strict):
     memory: MemorySpec = MemorySpec()
     model_policy: ModelPolicy = ModelPolicy()
     tools: list[ToolGrant] = []
+    skills: list[str] = Field(default=[], description="Skill folders under the skills folder, e.g. triage")
     mcp_servers: list[McpServer] = []
     approvals: ApprovalsSpec = ApprovalsSpec()
     budget: BudgetSpec = BudgetSpec()
@@ -228,6 +230,14 @@ class AgentSpecBody(Strict):
                     (
                         ("tools", index, "name"),
                         f"{name!r} is already listed as tools[{names.index(name)}]; list each tool once",
+                    )
+                )
+        for index, ref in enumerate(self.skills):
+            if not _SKILL_REF.match(ref) or ".." in ref.split("/"):
+                problems.append(
+                    (
+                        ("skills", index),
+                        f"{ref!r} is not a skill folder path such as triage or rubrics/fix-quality",
                     )
                 )
         servers = [server.name for server in self.mcp_servers]

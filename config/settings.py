@@ -38,6 +38,7 @@ class Settings(BaseModel):
     temporal_ui_port: int = 8233
     database_url: str | None = None
     state_dir: Path = Path(".openloop")
+    skills_dir: Path | None = None  # where agents' skills are found (default: config/skills)
     http_address: str = "127.0.0.1:8080"
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
@@ -61,6 +62,9 @@ class Settings(BaseModel):
             temporal_ui_port=int(_env("OPENLOOP_TEMPORAL_UI_PORT", "8233") or 8233),
             database_url=_env("OPENLOOP_DATABASE_URL") or _stack_value(state_dir, "database_url"),
             state_dir=state_dir,
+            skills_dir=Path(_env("OPENLOOP_SKILLS_DIR") or "").expanduser()
+            if _env("OPENLOOP_SKILLS_DIR")
+            else None,
             http_address=_env("OPENLOOP_HTTP_ADDRESS", "127.0.0.1:8080") or "",
             slack_bot_token=_secret("SLACK_BOT_TOKEN"),
             slack_signing_secret=_secret("SLACK_SIGNING_SECRET"),

@@ -14,11 +14,13 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes, Workfl
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from activities.store.agents import StoredAgent
+from activities.store.db import get_pool
+from activities.store.skills import latest_skills
 from activities.tools.catalog import specs_for
 from config.settings import Settings
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import SurfaceContext, TaskInput, TaskResult, TaskStatus
+from workflows.types import SkillRef, SurfaceContext, TaskInput, TaskResult, TaskStatus
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
 
@@ -60,6 +62,15 @@ def task_memo(agent: StoredAgent, context: SurfaceContext, request: str) -> dict
     }
 
 
+async def pinned_skills(settings: Settings, agent: StoredAgent) -> list[SkillRef]:
+    """The latest applied version of each skill the agent names: the task keeps these."""
+    names = [ref.rsplit("/", 1)[-1] for ref in agent.config.spec.skills]
+    if not names or not settings.database_url:
+        return []
+    found = await latest_skills(await get_pool(settings.database_url), names)
+    return [skill.pinned for skill in found]
+
+
 async def start_task(
     client: Client,
     settings: Settings,
@@ -79,6 +90,7 @@ async def start_task(
         request=request,
         task_kind=task_kind,
         tools=specs_for(agent.config),
+        skills=await pinned_skills(settings, agent),
     )
     try:
         handle = await client.start_workflow(

@@ -21,6 +21,7 @@ PASSTHROUGH_MODULES = (
     "workflows.model_call_types",
     "workflows.message_types",
     "workflows.mcp_types",
+    "workflows.skill_tools",
     "workflows.tool_catalog",
     "workflows.tool_catalog_v1",  # the frozen native specs of older tasks
     "workflows.prompts",

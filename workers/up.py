@@ -23,9 +23,12 @@ from rich.markup import escape
 
 from activities.store.agents import apply_agent, list_agents
 from activities.store.db import apply_migrations_async, close_pools, get_pool
+from activities.store.skills import apply_skill
 from activities.tools.catalog import tool_permissions
 from config.loader import EXAMPLES_DIR, load_agent_file
 from config.settings import Settings, write_stack_file
+from config.skills import DEFAULT_DIR as SKILLS_DIR
+from config.skills import load_skills
 from surfaces.app import create_app
 from surfaces.cli.terminal import commands
 from surfaces.client import connect
@@ -84,9 +87,10 @@ async def apply_examples_on_first_run(database_url: str) -> list[str]:
         return []
     applied = []
     for path in await asyncio.to_thread(lambda: sorted(Path(EXAMPLES_DIR).glob("*.yaml"))):
-        stored, _ = await apply_agent(
-            pool, load_agent_file(path, tools=tool_permissions()), source=str(path), applied_by="openloop up"
-        )
+        config = load_agent_file(path, tools=tool_permissions())
+        for skill in await asyncio.to_thread(load_skills, SKILLS_DIR, config.spec.skills):
+            await apply_skill(pool, skill, applied_by="openloop up")  # before the agent naming it
+        stored, _ = await apply_agent(pool, config, source=str(path), applied_by="openloop up")
         applied.append(stored.name)
     return applied
 

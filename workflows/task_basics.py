@@ -22,6 +22,7 @@ class ActivityName:
     TASK_STARTED = "openloop.surface.task_started"
     MCP_LIST_TOOLS = "openloop.mcp.list_tools"
     MCP_CALL_TOOL = "openloop.mcp.call_tool"
+    SKILL_LOAD = "openloop.skill.load"
 
 
 class TaskStatus(StrEnum):

@@ -21,6 +21,7 @@ with workflow.unsafe.imports_passed_through():
         TOOL_OPTIONS,
     )
     from workflows.mcp_types import McpCallInput, McpListInput, McpListResult
+    from workflows.skill_tools import SkillLoadInput
     from workflows.tool_catalog import ToolSet, ToolSpec, catalog_tool_name, model_tool_name
     from workflows.types import (
         ActivityName,
@@ -76,7 +77,7 @@ class ToolRunner:
         """The tools the model is offered: the granted native ones in the order the agent's
         config lists them, then those its MCP servers listed at the task's start."""
         native = [grant.name for grant in self.agent.spec.tools if self.tools.get(grant.name) is not None]
-        return native + [spec.name for spec in self.tools.specs if spec.mcp_server is not None]
+        return native + [spec.name for spec in self.tools.specs if spec.source != "native"]
 
     async def handle(self, call: ToolCall, position: int) -> str:
         """Validate, authorise, maybe wait for approval, run. Returns ok|invalid|refused|denied|failed."""
@@ -151,6 +152,8 @@ class ToolRunner:
         try:
             if spec is not None and spec.mcp_server is not None:
                 result = await self._call_mcp(spec, tool_input)
+            elif spec is not None and spec.source == "skill":
+                result = await self._read_skill(tool_input)
             elif spec is not None and spec.local:
                 result = await workflow.execute_local_activity(
                     ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
@@ -196,6 +199,20 @@ class ToolRunner:
             self.record.decide(notice)
             notices.append(notice)
         return notices
+
+    async def _read_skill(self, tool_input: ToolCallInput) -> ToolCallResult:
+        name = str(tool_input.arguments.get("name", ""))
+        skill = next((ref for ref in self.inp.skills if ref.name == name), None)
+        if skill is None:
+            known = ", ".join(ref.name for ref in self.inp.skills)
+            problem = f"Error (not_found): no skill {name!r}; skills: {known}"
+            return ToolCallResult(ok=False, output=problem, error_kind="not_found")
+        path = tool_input.arguments.get("path")
+        read = SkillLoadInput(tool_input, skill, str(path) if path is not None else None)
+        result: ToolCallResult = await workflow.execute_local_activity(
+            ActivityName.SKILL_LOAD, read, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
+        )
+        return result
 
     async def _call_mcp(self, spec: ToolSpec, tool_input: ToolCallInput) -> ToolCallResult:
         server = self.agent.spec.mcp_server(spec.mcp_server or "")
@@ -243,7 +260,13 @@ class ToolRunner:
         for position, call in enumerate(calls):
             name = catalog_tool_name(call.name)
             spec = self.tools.get(name)
-            if spec is None or not spec.local or spec.writes or policy.needs_approval(self.agent, name):
+            if (
+                spec is None
+                or spec.source != "native"  # folded calls run through the native dispatch
+                or not spec.local
+                or spec.writes
+                or policy.needs_approval(self.agent, name)
+            ):
                 return False
             check = policy.check_tool_call(self.agent, spec, name, call.arguments)
             if not check.allowed:

@@ -73,6 +73,7 @@ __all__ = [
     "PostReplyInput",
     "RecallInput",
     "RecallResult",
+    "SkillRef",
     "ResolveApprovalRequestInput",
     "StepRecord",
     "SurfaceContext",
@@ -108,6 +109,16 @@ class CarriedState:
     folded_tools: list[FoldedToolCall] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class SkillRef:
+    """A skill version a task started with; it reads exactly this content."""
+
+    name: str
+    version: int
+    sha256: str
+    description: str
+
+
 @dataclass
 class TaskInput:
     """Everything a task needs, fixed when it starts (the agent is a snapshot of one version)."""
@@ -124,6 +135,7 @@ class TaskInput:
     # The specs of the agent's tools, fixed when the task starts (None: started before specs
     # rode in the input; such a task keeps `workflows.tool_catalog_v1`).
     tools: list[ToolSpec] | None = None
+    skills: list[SkillRef] = field(default_factory=list)  # the versions it keeps, named in the prompt
 
 
 @dataclass

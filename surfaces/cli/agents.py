@@ -36,6 +36,8 @@ from config.loader import AgentConfigError, ConfigProblem, load_agent_documents
 from surfaces.cli.agent_forms import convert, resolve_loaded
 from surfaces.cli.agent_views import show_json, show_yaml, surfaces_summary
 from surfaces.cli.agents_db import fail, with_database
+from surfaces.cli.skills import agent_skills
+from surfaces.cli.skills import apply_all as apply_skills
 
 EXIT_INVALID = 1
 
@@ -130,7 +132,8 @@ def validate(files: FilesOption) -> None:
     """Check agent files without applying them: each file OK, or each problem with its line."""
     loaded, all_good = _load_all(files)
     _, names_good = resolve_loaded(loaded, required=False)
-    if not (all_good and names_good):
+    skills = agent_skills([config for _, in_file in loaded for config in in_file], _out())
+    if not (all_good and names_good and skills is not None):
         raise typer.Exit(EXIT_INVALID)
 
 
@@ -147,6 +150,9 @@ def apply(files: FilesOption) -> None:
     clashes = [p for i, c in enumerate(configs) for p in binding_conflicts(c, configs[:i])]
     if clashes:
         raise fail("nothing applied: " + "; ".join(clashes), EXIT_INVALID)
+    skills = agent_skills(configs, _out())
+    if skills is None:
+        raise fail("nothing applied: fix the skills above first", EXIT_INVALID)
     applied_by = _who()
 
     async def work(pool: AsyncConnectionPool) -> list[tuple[StoredAgent, bool]]:
@@ -156,6 +162,7 @@ def apply(files: FilesOption) -> None:
         problems = [p for c in configs for p in binding_conflicts(c, list(after.values()))]
         if problems:
             raise BindingConflict("; ".join(dict.fromkeys(problems)))
+        await apply_skills(pool, skills, applied_by)  # before the agents that name them
         return [
             await apply_agent(pool, config, source=str(path), applied_by=applied_by)
             for path, configs in loaded

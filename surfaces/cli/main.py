@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "surfaces.cli.usage",
     "surfaces.cli.observe",
     "surfaces.cli.mcp",
+    "surfaces.cli.skills",
     "surfaces.slack.cli",
 )
 

@@ -14,6 +14,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from workflows.mcp_types import McpCallInput, McpListInput, McpListResult, McpServerStatus
+from workflows.skill_tools import SkillLoadInput
 from workflows.tool_catalog import ToolSpec
 from workflows.types import (
     ActivityName,
@@ -74,6 +75,7 @@ class Script:
     memories: list[MemoryItem] = field(default_factory=list)  # what recall finds
     mcp_specs: list[ToolSpec] = field(default_factory=list)  # what the MCP servers list
     mcp_calls: list[McpCallInput] = field(default_factory=list)
+    skill_reads: list[SkillLoadInput] = field(default_factory=list)
     reply_error: str | None = None  # post_reply fails with this (non-retryable)
 
     def activities(self) -> list[Any]:
@@ -147,6 +149,11 @@ class Script:
             return ToolCallResult(ok=True, output=script.tool_output(inp.call))
 
         # The model first: tests swap in the real one with `activities()[1:]`.
+        @activity.defn(name=ActivityName.SKILL_LOAD)
+        async def load_skill(inp: SkillLoadInput) -> ToolCallResult:
+            script.skill_reads.append(inp)
+            return ToolCallResult(ok=True, output=f"# Skill: {inp.skill.name} ({inp.path or 'body'})")
+
         return [
             call_model,
             run_tool,
@@ -158,6 +165,7 @@ class Script:
             resolve,
             list_mcp_tools,
             call_mcp_tool,
+            load_skill,
         ]
 
 

@@ -1,0 +1,42 @@
+"""The skill activity: a skill's instructions or one of its files, from the pinned version.
+
+The task names the version it started with and its sha256; a row that no longer matches is
+an error a retry cannot fix. Output is bounded and audited like any tool's.
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.runtime import runtime
+from activities.store import skills
+from activities.tools.tool_activities import bound_and_audit
+from workflows.errors import ErrorType
+from workflows.skill_tools import SkillLoadInput
+from workflows.types import ActivityName, ToolCallResult
+
+
+@activity.defn(name=ActivityName.SKILL_LOAD)
+async def load_skill(inp: SkillLoadInput) -> ToolCallResult:
+    pool = await runtime().pool()
+    stored = await skills.pinned_skill(pool, inp.skill)
+    if stored is None or stored.sha256 != inp.skill.sha256:
+        raise ApplicationError(
+            f"skill {inp.skill.name} v{inp.skill.version} is gone or changed since the task started",
+            type=ErrorType.TOOL_CONFIG_ERROR,
+            non_retryable=True,
+        )
+    if inp.path is None:
+        result = ToolCallResult(ok=True, output=f"# Skill: {stored.name}\n\n{stored.body}")
+    elif inp.path in stored.resources:
+        result = ToolCallResult(ok=True, output=stored.resources[inp.path])
+    else:
+        files = ", ".join(sorted(stored.resources)) or "none"
+        result = ToolCallResult(
+            ok=False,
+            output=f"Error (not_found): {stored.name} has no file {inp.path!r}; files: {files}",
+            error_kind="not_found",
+        )
+    async with pool.connection() as conn:
+        return await bound_and_audit(conn, inp.call, result)
