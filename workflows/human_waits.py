@@ -39,6 +39,8 @@ class HumanWaits:
         self.cancellation = cancellation
 
     async def post(self, text: str, status: TaskStatus) -> None:
+        if self.inp.parent is not None:
+            return  # a subagent's answer goes to its parent, as the tool result
         await workflow.execute_activity(
             ActivityName.POST_REPLY,
             PostReplyInput(self.inp.task_id, self.inp.context, text, status, self.record.step),
@@ -62,6 +64,8 @@ class HumanWaits:
 
     async def budget_extension(self, hit: budget.CeilingHit) -> None:
         """Report the stop and wait for an approver to extend the budget, up to the approval TTL."""
+        if self.inp.parent is not None:
+            raise TaskStop(TaskStatus.BUDGET_EXHAUSTED, hit.reason)  # its slice is all it gets
         before = self.meter.ceilings
         self.record.set_status(TaskStatus.WAITING_BUDGET)
         await self.post(
@@ -80,6 +84,8 @@ class HumanWaits:
 
     async def answer_to(self, question: str) -> bool:
         """The model asked the user something: post it and wait for an answer in the thread."""
+        if self.inp.parent is not None:
+            return False  # a subagent's question is its answer, for the parent to take up
         await self.post(question, TaskStatus.WAITING_USER)
         self.record.set_status(TaskStatus.WAITING_USER)
         answered = await self.wait(lambda: bool(self.conversation.pending), self.inp.follow_up_seconds)

@@ -9,8 +9,10 @@ call, saving each its own round trip.
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio import workflow
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import policy
@@ -20,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         MCP_LIST_OPTIONS,
         TOOL_OPTIONS,
     )
+    from workflows.delegate_tool import DELEGATE
     from workflows.mcp_types import McpCallInput, McpListInput, McpListResult
     from workflows.skill_tools import SkillLoadInput
     from workflows.tool_catalog import ToolSet, ToolSpec, catalog_tool_name, model_tool_name
@@ -37,6 +40,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.approvals import ApprovalGate, GateDecision
 from workflows.conversation import Conversation
+from workflows.delegation import MAX_PARALLEL, Delegation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
 from workflows.usage_meter import UsageMeter
 
@@ -71,15 +75,38 @@ class ToolRunner:
         self.signatures = signatures  # of each call's tool, arguments and result
         self.folded = folded  # calls waiting to run inside the next model call
         self.memory = policy.memory_scope(inp.agent, inp.context)
+        self.delegation = Delegation(inp, record, meter)
 
     @property
     def names(self) -> list[str]:
         """The tools the model is offered: the granted native ones in the order the agent's
         config lists them, then those its MCP servers listed at the task's start."""
-        native = [grant.name for grant in self.agent.spec.tools if self.tools.get(grant.name) is not None]
+        native = [
+            grant.name
+            for grant in self.agent.spec.tools
+            if (spec := self.tools.get(grant.name)) is not None and spec.source == "native"
+        ]
         return native + [spec.name for spec in self.tools.specs if spec.source != "native"]
 
-    async def handle(self, call: ToolCall, position: int) -> str:
+    async def handle_all(self, calls: list[ToolCall]) -> list[str]:
+        """Each call's outcome, in order. Delegations needing no approval run in parallel,
+        a few at a time, sharing what the budget has left; anything else runs in turn."""
+        names = [catalog_tool_name(call.name) for call in calls]
+        parallel = len(calls) > 1 and all(
+            name == DELEGATE.name and not policy.needs_approval(self.agent, name) for name in names
+        )
+        if not parallel:
+            return [await self.handle(call, position) for position, call in enumerate(calls)]
+        outcomes: list[str] = []
+        for start in range(0, len(calls), MAX_PARALLEL):
+            batch = list(enumerate(calls))[start : start + MAX_PARALLEL]
+            share = len(calls) - start  # the rest of the calls share what is left
+            outcomes += await asyncio.gather(
+                *(self.handle(call, position, share) for position, call in batch)
+            )
+        return outcomes
+
+    async def handle(self, call: ToolCall, position: int, share: int = 1) -> str:
         """Validate, authorise, maybe wait for approval, run. Returns ok|invalid|refused|denied|failed."""
         name = catalog_tool_name(call.name)
         check = policy.check_tool_call(self.agent, self.tools.get(name), name, call.arguments)
@@ -101,7 +128,7 @@ class ToolRunner:
                 self._tell_model(call, f"The approver {decision.by} denied this action; do not retry it.")
                 return "denied"
             approval = decision.record
-        return await self._run(call, key, name, check.arguments, approval)
+        return await self._run(call, key, name, check.arguments, approval, share)
 
     def _key(self, call: ToolCall, position: int, name: str, arguments: dict[str, object]) -> str:
         """What names this call in idempotency keys, audit rows and approval requests."""
@@ -142,6 +169,7 @@ class ToolRunner:
         name: str,
         arguments: dict[str, object],
         approval: ApprovalRecord | None,
+        share: int = 1,
     ) -> str:
         self.record.last_action = f"running {name}"
         tool_input = ToolCallInput.for_call(
@@ -154,6 +182,8 @@ class ToolRunner:
                 result = await self._call_mcp(spec, tool_input)
             elif spec is not None and spec.source == "skill":
                 result = await self._read_skill(tool_input)
+            elif spec is not None and spec.source == "delegate":
+                result = await self._delegate(key, arguments, share)
             elif spec is not None and spec.local:
                 result = await workflow.execute_local_activity(
                     ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
@@ -199,6 +229,18 @@ class ToolRunner:
             self.record.decide(notice)
             notices.append(notice)
         return notices
+
+    async def _delegate(self, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
+        if not self.delegation.allowed():
+            return ToolCallResult(
+                ok=False, output="Error (permission): a subagent cannot delegate", error_kind="permission"
+            )
+        try:
+            return await self.delegation.run(key, arguments, share)
+        except ChildWorkflowError as err:
+            return ToolCallResult(
+                ok=False, output=f"Error: the subagent failed: {failure_reason(err)}", error_kind="failed"
+            )
 
     async def _read_skill(self, tool_input: ToolCallInput) -> ToolCallResult:
         name = str(tool_input.arguments.get("name", ""))

@@ -136,6 +136,7 @@ class TaskInput:
     # rode in the input; such a task keeps `workflows.tool_catalog_v1`).
     tools: list[ToolSpec] | None = None
     skills: list[SkillRef] = field(default_factory=list)  # the versions it keeps, named in the prompt
+    parent: str | None = None  # a subagent's parent task: it answers the parent, not the surface
 
 
 @dataclass

@@ -14,6 +14,7 @@ import pkgutil
 import activities.tools
 from activities.tools.native import NativeTool, declared
 from config.agent import AgentConfig
+from workflows.delegate_tool import DELEGATE
 from workflows.tool_catalog import ToolSpec
 
 TOOL_FAMILIES = [
@@ -28,14 +29,20 @@ def native(name: str) -> NativeTool | None:
     return NATIVE_TOOLS.get(name)
 
 
+# Tools the workflow runs itself (a child workflow), granted in spec.tools like native ones.
+WORKFLOW_TOOLS: dict[str, ToolSpec] = {DELEGATE.name: DELEGATE}
+
+
 def specs_for(agent: AgentConfig) -> list[ToolSpec]:
     """The specs of the tools the agent is granted, in the order its config lists them."""
-    return [NATIVE_TOOLS[grant.name].spec for grant in agent.spec.tools if grant.name in NATIVE_TOOLS]
+    granted = {**{name: tool.spec for name, tool in NATIVE_TOOLS.items()}, **WORKFLOW_TOOLS}
+    return [granted[grant.name] for grant in agent.spec.tools if grant.name in granted]
 
 
 def tool_permissions() -> dict[str, str]:
     """Each runnable tool and the permission it needs: what config validation checks against."""
-    return {name: tool.spec.permission for name, tool in NATIVE_TOOLS.items()}
+    native = {name: tool.spec.permission for name, tool in NATIVE_TOOLS.items()}
+    return native | {name: spec.permission for name, spec in WORKFLOW_TOOLS.items()}
 
 
 def model_tools(names: list[str]) -> list[dict[str, object]]:

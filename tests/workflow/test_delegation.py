@@ -1,0 +1,102 @@
+"""Subagents on the time-skipping server: delegations from one answer run as child
+workflows in parallel, each with a slice of what the parent has left, and the tree's
+spend never passes the parent's ceiling."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+
+from temporalio.testing import WorkflowEnvironment
+
+from config.loader import parse_agent
+from tests.workflow.scripted import Script, say
+from tests.workflow.test_approvals import start, worker
+from workflows.delegate_tool import DELEGATE
+from workflows.tool_catalog import ToolSpec
+from workflows.types import (
+    ModelCallInput,
+    ModelCallResult,
+    ModelUsage,
+    SurfaceContext,
+    TaskInput,
+    TaskStatus,
+    ToolCall,
+)
+
+AGENT = """
+apiVersion: openloop.ai/v1alpha1
+kind: Agent
+metadata: {name: lead}
+spec:
+  model_policy: {default: scripted/model}
+  tools:
+    - {name: agent.delegate, permissions: ["agents:delegate"]}
+  budget: {per_task_usd: 1.0}
+"""
+
+
+def delegations(count: int) -> ModelCallResult:
+    calls = [
+        ToolCall("", "agent__delegate", json.dumps({"task": f"look into part {n}"})) for n in range(count)
+    ]
+    return ModelCallResult("", calls, "tool_calls", ModelUsage("scripted/model", 100, 20, 0.01), 0, 0)
+
+
+def tree_model(children: int, child_cost: float) -> Callable[[ModelCallInput], ModelCallResult]:
+    """The parent delegates `children` pieces, then sums up; each child answers at once."""
+    parent_calls = []
+
+    def answer(inp: ModelCallInput) -> ModelCallResult:
+        if "-d" in inp.task_id:  # a subagent
+            spend = min(child_cost, inp.usd_headroom)  # a model call never passes its grant
+            return say(f"found {inp.cursor.new_messages[-1].content}", cost=spend)
+        parent_calls.append(inp)
+        return delegations(children) if len(parent_calls) == 1 else say("Put together.", cost=0.01)
+
+    return answer
+
+
+def task(specs: list[ToolSpec] | None = None) -> TaskInput:
+    return TaskInput(
+        task_id=f"task-lead-{uuid.uuid4().hex[:10]}",
+        agent=parse_agent(AGENT),
+        agent_version=1,
+        context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
+        request="split this up",
+        tools=specs if specs is not None else [DELEGATE],
+    )
+
+
+async def test_delegations_run_as_children_with_fresh_context_and_report_back(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = Script([], default=tree_model(3, 0.05))
+    async with worker(ts_env, script, task_queue):
+        handle = await start(ts_env, task(), task_queue)
+        result = await handle.result()
+    assert result.status == TaskStatus.SUCCESS and result.reply == "Put together."
+    children = [inp for inp in script.model_inputs if "-d" in inp.task_id]
+    assert len({inp.task_id for inp in children}) == 3  # one child per delegation, ids from the step
+    for child in children:
+        assert child.tool_names == []  # a subagent never delegates again
+        assert child.cursor.new_messages[-1].content.startswith("look into part")  # fresh context
+    told = [m.content for m in script.model_inputs[-1].new_messages if m.role == "tool"]
+    assert len(told) == 3 and all(text.startswith("Subagent SUCCESS") for text in told)
+    assert result.usage.cost_usd == 0.01 + 3 * 0.05 + 0.01  # the children's spend is the parent's
+    assert script.replies and all(
+        "-d" not in reply.task_id for reply in script.replies
+    )  # children stay quiet
+
+
+async def test_eight_children_racing_never_spend_past_the_parents_ceiling(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = Script([], default=tree_model(8, 5.0))  # each child would spend far more than its slice
+    async with worker(ts_env, script, task_queue):
+        result = await (await start(ts_env, task(), task_queue)).result()
+    children = [inp for inp in script.model_inputs if "-d" in inp.task_id]
+    assert len({inp.task_id for inp in children}) == 8
+    assert result.usage.cost_usd <= 1.0 + 1e-9, result.usage
+    assert sum(min(5.0, inp.usd_headroom) for inp in children) <= 1.0 - 0.01 + 1e-9

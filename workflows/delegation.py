@@ -1,0 +1,93 @@
+"""Delegation: `agent.delegate` hands a self-contained piece of work to a subagent.
+
+A subagent is a child workflow of the same agent with a fresh context, a subset of the
+parent's tools (never more, and never `agent.delegate` itself: depth is one), and a budget
+carved out of the parent's remaining one before it starts: delegations asked for in one
+answer run in parallel (at most `MAX_PARALLEL` at a time) and share what is left, so the
+sum over a task's tree never exceeds its ceiling. The child's answer, usage and stop reason
+come back as the tool result; its usage is charged to the parent. Its id derives from the
+parent's id, the step and the call's key, so a retried step never starts a second child.
+
+Workflow code: deterministic, no I/O.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.workflow import ParentClosePolicy
+
+with workflow.unsafe.imports_passed_through():
+    from config.agent import AgentConfig
+    from workflows.types import BudgetUsage, TaskInput, TaskResult, ToolCallResult
+
+from workflows.task_record import TaskRecord
+from workflows.usage_meter import UsageMeter
+
+MAX_PARALLEL = 4
+
+
+class Delegation:
+    def __init__(self, inp: TaskInput, record: TaskRecord, meter: UsageMeter) -> None:
+        self.inp = inp
+        self.record = record
+        self.meter = meter
+
+    def allowed(self) -> bool:
+        return self.inp.parent is None  # a subagent does not delegate again
+
+    async def run(self, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
+        """Start one subagent with `1/share` of what the parent has left, and wait for it."""
+        usd, tokens = self._carve(share)
+        child = self._child_input(key, arguments, usd, tokens)
+        self.record.record(
+            "tool", f"agent.delegate: started {child.task_id} with ${usd:.4f}, {tokens} tokens"
+        )
+        result: TaskResult = await workflow.execute_child_workflow(
+            workflow.info().workflow_type,
+            child,
+            id=child.task_id,
+            result_type=TaskResult,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=f"subagent of {self.inp.task_id}: {str(arguments.get('task', ''))[:120]}",
+        )
+        self._charge(result.usage)
+        text = result.reply.strip() or "(no answer)"
+        outcome = f"Subagent {result.status.value} after {result.steps} step(s), ${result.usage.cost_usd:.4f}"
+        return ToolCallResult(ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{text}")
+
+    def _carve(self, share: int) -> tuple[float, int]:
+        ceilings, usage = self.meter.ceilings, self.meter.usage
+        usd = max(0.0, ceilings.usd_limit - usage.cost_usd) / max(1, share)
+        tokens = max(0, ceilings.token_limit - usage.tokens) // max(1, share)
+        return usd, tokens
+
+    def _charge(self, spent: BudgetUsage) -> None:
+        self.meter.usage.prompt_tokens += spent.prompt_tokens
+        self.meter.usage.completion_tokens += spent.completion_tokens
+        self.meter.usage.cost_usd += spent.cost_usd
+
+    def _child_input(self, key: str, arguments: dict[str, object], usd: float, tokens: int) -> TaskInput:
+        asked = arguments.get("tools")
+        parent_tools = [spec for spec in (self.inp.tools or []) if spec.source != "delegate"]
+        if isinstance(asked, list):
+            parent_tools = [spec for spec in parent_tools if spec.name in asked]
+        agent = _carved_agent(self.inp.agent, usd, max(tokens, 1))
+        return TaskInput(
+            task_id=f"{self.inp.task_id}-d{self.record.step}-{key}",
+            agent=agent,
+            agent_version=self.inp.agent_version,
+            context=self.inp.context,
+            request=str(arguments.get("task", "")),
+            task_kind=self.inp.task_kind,
+            tools=parent_tools,
+            skills=list(self.inp.skills),
+            parent=self.inp.task_id,
+        )
+
+
+def _carved_agent(agent: AgentConfig, usd: float, tokens: int) -> AgentConfig:
+    """The agent with this subagent's slice of the budget as its per-task ceiling."""
+    spec = agent.spec
+    budget = spec.budget.model_copy(update={"per_task_usd": usd})
+    limits = spec.limits.model_copy(update={"token_limit": tokens})
+    return agent.model_copy(update={"spec": spec.model_copy(update={"budget": budget, "limits": limits})})
