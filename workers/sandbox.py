@@ -22,6 +22,7 @@ PASSTHROUGH_MODULES = (
     "workflows.message_types",
     "workflows.mcp_types",
     "workflows.skill_tools",
+    "workflows.delegate_tool",
     "workflows.tool_catalog",
     "workflows.tool_catalog_v1",  # the frozen native specs of older tasks
     "workflows.prompts",
