@@ -45,6 +45,7 @@ DEFAULT_PER_TASK_USD = 1.0
 # checked: an agent read back from the store or from a task's history was checked when applied.
 TOOLS_CONTEXT = "tool_permissions"
 
+_TEAMMATE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _SKILL_REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -213,6 +214,9 @@ class AgentSpecBody(Strict):
     model_policy: ModelPolicy = ModelPolicy()
     tools: list[ToolGrant] = []
     skills: list[str] = Field(default=[], description="Skill folders under the skills folder, e.g. triage")
+    team: list[str] = Field(
+        default=[], description="Other agents this one may consult with agent.ask_teammate"
+    )
     mcp_servers: list[McpServer] = []
     approvals: ApprovalsSpec = ApprovalsSpec()
     budget: BudgetSpec = BudgetSpec()
@@ -240,6 +244,9 @@ class AgentSpecBody(Strict):
                         f"{ref!r} is not a skill folder path such as triage or rubrics/fix-quality",
                     )
                 )
+        for index, teammate in enumerate(self.team):
+            if not _TEAMMATE.match(teammate):
+                problems.append((("team", index), f"{teammate!r} is not an agent name"))
         servers = [server.name for server in self.mcp_servers]
         for index, name in enumerate(servers):
             if name in servers[:index]:

@@ -1,9 +1,13 @@
-"""The `agent.delegate` tool's spec: declared once, pure data (the workflow runs it as a
-child workflow; see `workflows.delegation`)."""
+"""The specs of `agent.delegate` and `agent.ask_teammate`: declared once, pure data (the
+workflow runs each as a child workflow; see `workflows.delegation`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
+from config.agent import AgentConfig
 from workflows.tool_catalog import ToolRuns, ToolSpec
+from workflows.types import SkillRef
 
 DELEGATE_PERMISSION = "agents:delegate"
 DELEGATE = ToolSpec(
@@ -31,3 +35,41 @@ DELEGATE = ToolSpec(
     runs=ToolRuns.CHILD,
     source="delegate",
 )
+
+ASK_PERMISSION = "agents:ask"
+ASK_TEAMMATE = ToolSpec(
+    name="agent.ask_teammate",
+    description=(
+        "Ask another agent of your team (named in your instructions) a question. It answers with "
+        "its own tools, memory, budget and approvals; you get its answer."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "teammate": {"type": "string", "minLength": 1, "description": "The teammate agent's name"},
+            "question": {"type": "string", "minLength": 1, "description": "Everything it needs to answer"},
+        },
+        "required": ["teammate", "question"],
+        "additionalProperties": False,
+    },
+    permission=ASK_PERMISSION,
+    writes=False,
+    runs=ToolRuns.CHILD,
+    source="teammate",
+)
+
+
+@dataclass
+class TeammateLookup:
+    """Find the teammate's applied agent, and what its task starts with."""
+
+    teammate: str
+    workspace: str
+
+
+@dataclass
+class TeammateStart:
+    agent: AgentConfig
+    version: int
+    tools: list[ToolSpec]
+    skills: list[SkillRef] = field(default_factory=list)

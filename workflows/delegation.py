@@ -18,7 +18,9 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from config.agent import AgentConfig
-    from workflows.types import BudgetUsage, TaskInput, TaskResult, ToolCallResult
+    from workflows.activity_options import LOCAL_OPTIONS
+    from workflows.delegate_tool import TeammateLookup, TeammateStart
+    from workflows.types import ActivityName, BudgetUsage, TaskInput, TaskResult, ToolCallResult
 
 from workflows.task_record import TaskRecord
 from workflows.usage_meter import UsageMeter
@@ -54,6 +56,47 @@ class Delegation:
         text = result.reply.strip() or "(no answer)"
         outcome = f"Subagent {result.status.value} after {result.steps} step(s), ${result.usage.cost_usd:.4f}"
         return ToolCallResult(ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{text}")
+
+    async def ask_teammate(self, key: str, arguments: dict[str, object]) -> ToolCallResult:
+        """A task of another agent of the team: its own config, tools, memory, budget and
+        approvals; the caller hears only its answer."""
+        name = str(arguments.get("teammate", ""))
+        if name not in self.inp.agent.spec.team:
+            team = ", ".join(self.inp.agent.spec.team) or "none"
+            return ToolCallResult(
+                ok=False,
+                output=f"Error (permission): {name!r} is not on your team ({team})",
+                error_kind="permission",
+            )
+        found: TeammateStart = await workflow.execute_local_activity(
+            ActivityName.TEAMMATE_START,
+            TeammateLookup(name, self.inp.agent.workspace),
+            result_type=TeammateStart,
+            **LOCAL_OPTIONS,
+        )
+        child = TaskInput(
+            task_id=f"{self.inp.task_id}-t{self.record.step}-{key}",
+            agent=found.agent,
+            agent_version=found.version,
+            context=self.inp.context,
+            request=f"{self.inp.agent.name} asks: {arguments.get('question', '')}",
+            tools=found.tools,
+            skills=found.skills,
+            parent=self.inp.task_id,
+        )
+        self.record.record("tool", f"agent.ask_teammate: asked {name} ({child.task_id})")
+        result: TaskResult = await workflow.execute_child_workflow(
+            workflow.info().workflow_type,
+            child,
+            id=child.task_id,
+            result_type=TaskResult,
+            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
+            static_summary=f"{name} asked by {self.inp.agent.name} ({self.inp.task_id})",
+        )
+        outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} of its own budget)"
+        return ToolCallResult(
+            ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{result.reply.strip() or '(no answer)'}"
+        )
 
     def _carve(self, share: int) -> tuple[float, int]:
         ceilings, usage = self.meter.ceilings, self.meter.usage

@@ -23,6 +23,7 @@ class ActivityName:
     MCP_LIST_TOOLS = "openloop.mcp.list_tools"
     MCP_CALL_TOOL = "openloop.mcp.call_tool"
     SKILL_LOAD = "openloop.skill.load"
+    TEAMMATE_START = "openloop.agent.teammate_input"
 
 
 class TaskStatus(StrEnum):

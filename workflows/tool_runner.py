@@ -182,8 +182,8 @@ class ToolRunner:
                 result = await self._call_mcp(spec, tool_input)
             elif spec is not None and spec.source == "skill":
                 result = await self._read_skill(tool_input)
-            elif spec is not None and spec.source == "delegate":
-                result = await self._delegate(key, arguments, share)
+            elif spec is not None and spec.source in ("delegate", "teammate"):
+                result = await self._delegate(spec.source, key, arguments, share)
             elif spec is not None and spec.local:
                 result = await workflow.execute_local_activity(
                     ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
@@ -230,12 +230,16 @@ class ToolRunner:
             notices.append(notice)
         return notices
 
-    async def _delegate(self, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
+    async def _delegate(
+        self, kind: str, key: str, arguments: dict[str, object], share: int
+    ) -> ToolCallResult:
         if not self.delegation.allowed():
             return ToolCallResult(
                 ok=False, output="Error (permission): a subagent cannot delegate", error_kind="permission"
             )
         try:
+            if kind == "teammate":
+                return await self.delegation.ask_teammate(key, arguments)
             return await self.delegation.run(key, arguments, share)
         except ChildWorkflowError as err:
             return ToolCallResult(

@@ -14,7 +14,7 @@ import pkgutil
 import activities.tools
 from activities.tools.native import NativeTool, declared
 from config.agent import AgentConfig
-from workflows.delegate_tool import DELEGATE
+from workflows.delegate_tool import ASK_TEAMMATE, DELEGATE
 from workflows.tool_catalog import ToolSpec
 
 TOOL_FAMILIES = [
@@ -30,7 +30,7 @@ def native(name: str) -> NativeTool | None:
 
 
 # Tools the workflow runs itself (a child workflow), granted in spec.tools like native ones.
-WORKFLOW_TOOLS: dict[str, ToolSpec] = {DELEGATE.name: DELEGATE}
+WORKFLOW_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (DELEGATE, ASK_TEAMMATE)}
 
 
 def specs_for(agent: AgentConfig) -> list[ToolSpec]:

@@ -8,14 +8,19 @@ import json
 import uuid
 from collections.abc import Callable
 
+from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
 
 from config.loader import parse_agent
 from tests.workflow.scripted import Script, say
 from tests.workflow.test_approvals import start, worker
-from workflows.delegate_tool import DELEGATE
+from workers.sandbox import workflow_runner
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.delegate_tool import ASK_TEAMMATE, DELEGATE, TeammateLookup, TeammateStart
 from workflows.tool_catalog import ToolSpec
 from workflows.types import (
+    ActivityName,
     ModelCallInput,
     ModelCallResult,
     ModelUsage,
@@ -100,3 +105,60 @@ async def test_eight_children_racing_never_spend_past_the_parents_ceiling(
     assert len({inp.task_id for inp in children}) == 8
     assert result.usage.cost_usd <= 1.0 + 1e-9, result.usage
     assert sum(min(5.0, inp.usd_headroom) for inp in children) <= 1.0 - 0.01 + 1e-9
+
+
+REVIEWER = parse_agent(
+    AGENT.replace("name: lead", "name: security-reviewer").replace("per_task_usd: 1.0", "per_task_usd: 0.2")
+)
+
+
+async def test_a_teammate_answers_with_its_own_agent_and_only_its_answer_comes_back(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    lookups: list[TeammateLookup] = []
+
+    @activity.defn(name=ActivityName.TEAMMATE_START)
+    async def teammate_input(inp: TeammateLookup) -> TeammateStart:
+        lookups.append(inp)
+        return TeammateStart(REVIEWER, 4, [])
+
+    asks = [
+        ToolCall(
+            "",
+            "agent__ask_teammate",
+            json.dumps({"teammate": "security-reviewer", "question": "is it safe?"}),
+        ),
+        ToolCall("", "agent__ask_teammate", json.dumps({"teammate": "intruder", "question": "x"})),
+    ]
+    usage = ModelUsage("scripted/model", 100, 20, 0.01)
+
+    def answer(inp: ModelCallInput) -> ModelCallResult:
+        if "-t" in inp.task_id:
+            return say("Safe, if the token is rotated.")
+        first = not any("-t" not in seen.task_id for seen in script.model_inputs[:-1])
+        return (
+            ModelCallResult("", asks, "tool_calls", usage, 0, 0) if first else say("Checked with security.")
+        )
+
+    script = Script([], default=answer)
+    lead = task([ASK_TEAMMATE])
+    grant = 'agent.ask_teammate, permissions: ["agents:ask"]'
+    lead.agent = parse_agent(
+        AGENT.replace('agent.delegate, permissions: ["agents:delegate"]', grant)
+        + "  team: [security-reviewer]\n"
+    )
+    async with Worker(
+        ts_env.client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=[*script.activities(), teammate_input],
+        workflow_runner=workflow_runner(),
+    ):
+        result = await (await start(ts_env, lead, task_queue)).result()
+    assert result.status == TaskStatus.SUCCESS and result.reply == "Checked with security."
+    assert [(lookup.teammate, lookup.workspace) for lookup in lookups] == [("security-reviewer", "default")]
+    asked = next(inp for inp in script.model_inputs if "-t" in inp.task_id)
+    assert asked.agent_name == "security-reviewer" and asked.budget.usd_headroom <= 0.2  # its own budget
+    told = [m.content for m in script.model_inputs[-1].new_messages if m.role == "tool"]
+    assert told[0].startswith("security-reviewer (SUCCESS") and "token is rotated" in told[0]
+    assert "'intruder' is not on your team (security-reviewer)" in told[1]
