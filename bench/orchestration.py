@@ -42,9 +42,11 @@ from bench.scripted import MODEL_BODY_MS, STEP_STARTS, FloorInput, FloorWorkflow
 from config.agent import AgentConfig
 from workflows import budget, policy
 from workflows.conversation import COMPACT_AT_SHARE, DEFAULT_CONTEXT_WINDOW
+from workflows.model_call_types import SaveTaskConstantsInput, TaskConstants
 from workflows.policy import memory_scope
 from workflows.tool_catalog import catalog_tool_name, model_tool_name
 from workflows.types import (
+    BudgetGrant,
     BudgetUsage,
     ChatMessage,
     ModelCallInput,
@@ -52,6 +54,7 @@ from workflows.types import (
     SurfaceContext,
     TaskStatus,
     ToolCallInput,
+    TranscriptCursor,
     TranscriptView,
 )
 
@@ -115,23 +118,40 @@ async def run_in_process(
     window = context_window or DEFAULT_CONTEXT_WINDOW
     began = time.monotonic()
 
+    # As the workflow does: the task's constants stored once, each call leaving them out.
+    models = agent.spec.model_policy.models_for("chat")
+    constants = TaskConstants(
+        agent.name,
+        agent.workspace,
+        context.channel,
+        context.surface,
+        models,
+        agent.spec.model_policy.models_for("summarize_conversation"),
+        tools,
+        agent.spec.budget.on_exceeded,
+        agent.spec.budget.monthly_usd,
+        agent.spec.budget.per_channel_monthly_usd,
+        context_window,
+        context,
+        scope,
+    )
+    await store_activities.save_task_constants(SaveTaskConstantsInput(task_id, constants))
+
     def model_input(purpose: str) -> ModelCallInput:
         ceilings = budget.Ceilings.for_agent(agent, usage)
-        return ModelCallInput(
-            task_id,
-            step,
-            agent.name,
-            agent.workspace,
-            context.channel,
-            context.surface,
-            agent.spec.model_policy.models_for("chat"),
-            upto,
-            list(pending),
-            tools if purpose == "step" else [],
+        grant = BudgetGrant(
             budget.clamp_max_tokens(ceilings, usage),
             budget.usd_headroom(ceilings, usage),
             budget.token_headroom(ceilings, usage),
-            view=TranscriptView(summary_upto, keep_tool_results),
+            on_exceeded=None,
+        )
+        return ModelCallInput(
+            task_id=task_id,
+            step=step,
+            cursor=TranscriptCursor(upto, list(pending), TranscriptView(summary_upto, keep_tool_results)),
+            budget=grant,
+            model=models[0],
+            tool_names=None if purpose == "step" else [],
             purpose=purpose,
         )
 

@@ -81,7 +81,8 @@ class _ActivityInbound(ActivityInboundInterceptor):
         arg = input.args[0] if input.args else None
         if isinstance(result, ModelCallResult) and isinstance(arg, ModelCallInput):
             record_model_span_attributes(trace.get_current_span(), arg, result)
-            labels = {"model": result.usage.model, "agent": arg.agent_name}
+            task = arg.task_or_none()
+            labels = {"model": result.usage.model, "agent": task.agent_name if task else ""}
             meter = activity.metric_meter()
             tokens = meter.create_counter(MODEL_TOKENS, "Model tokens used", "tokens")
             tokens.add(result.usage.prompt_tokens, {**labels, "kind": "prompt"})
@@ -90,7 +91,7 @@ class _ActivityInbound(ActivityInboundInterceptor):
                 result.usage.cost_usd, labels
             )
             # Tool calls folded into the model call ran in it.
-            folded = arg.run_first.calls if arg.run_first else []
+            folded = arg.folded_calls
             for call, outcome in zip(folded, result.tool_results, strict=False):
                 _count_tool_call(call.tool, outcome)
         elif isinstance(result, ToolCallResult) and isinstance(arg, ToolCallInput):
@@ -106,7 +107,7 @@ def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: 
     span.set_attributes(
         {
             "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": inp.models[0] if inp.models else "",
+            "gen_ai.request.model": _first_model(inp),
             "gen_ai.response.model": result.usage.model,
             "gen_ai.request.max_tokens": inp.max_tokens,
             "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
@@ -115,12 +116,17 @@ def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: 
             "openloop.cost_usd": result.usage.cost_usd,
             "openloop.task_id": inp.task_id,
             "openloop.step": inp.step,
-            "openloop.agent": inp.agent_name,
+            "openloop.agent": task.agent_name if (task := inp.task_or_none()) else "",
             "openloop.purpose": inp.purpose,
             "openloop.tool_calls": len(result.tool_calls),
             "openloop.offline": result.offline,
         }
     )
+
+
+def _first_model(inp: ModelCallInput) -> str:
+    """The model a call tries first: named in the input whatever its shape."""
+    return inp.models[0] if inp.models else (inp.model or "")
 
 
 def _count_tool_call(tool: str, result: ToolCallResult) -> None:
@@ -171,10 +177,10 @@ def activity_summary(name: str, args: Any) -> str | None:
     """One line saying what an activity is about to do, for the Web UI's event history."""
     arg = args[0] if args else None
     if isinstance(arg, ModelCallInput):
-        model = arg.models[0] if arg.models else "the model"
+        model = _first_model(arg) or "the model"
         what = {"summary": "summarise the conversation with", "final": "write the final answer with"}
         # Tool calls folded into this call run first; say so, as their own activity would.
-        tools = ", ".join(call.tool for call in arg.run_first.calls) if arg.run_first else ""
+        tools = ", ".join(call.tool for call in arg.folded_calls)
         first = f"run {tools}, then " if tools else ""
         return f"step {arg.step}: {first}{what.get(arg.purpose, 'ask')} {model}"
     if isinstance(arg, McpCallInput):

@@ -45,6 +45,7 @@ ACTIVITIES: Sequence[Callable[..., Any]] = (
     store_activities.recall,
     store_activities.purge_expired_memories,
     store_activities.record_audit,
+    store_activities.save_task_constants,
     task_started,
     post_reply,
     post_approval_request,

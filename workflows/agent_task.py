@@ -164,6 +164,8 @@ class AgentTaskWorkflow:
                     f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}"
                 )
                 await self._begin()
+            # Each run stores what its model calls share, once, before the first of them.
+            await self.model.save_task_constants()
             status, reason = await self._steps()
         except TaskStop as stop:
             status, reason = stop.status, stop.reason

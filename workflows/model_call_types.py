@@ -1,14 +1,28 @@
 """The model activity's input and result: where the call stands in the stored transcript, what
-it may spend, and what the model answered. Older flat inputs still decode (see below)."""
+it may spend, and what the model answered; and the task's constants, which every call of a
+task shares and which are stored once per run instead of riding in every input. Older inputs
+(flat, or carrying the constants) still decode and still run (see below)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer, model_validator
+from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from workflows.tool_call_types import ChatMessage, FoldedTools, ToolCall, ToolCallResult
+from workflows.task_basics import SurfaceContext
+from workflows.tool_call_types import (
+    ChatMessage,
+    FoldedToolCall,
+    FoldedTools,
+    MemoryScopeRef,
+    ToolCall,
+    ToolCallInput,
+    ToolCallResult,
+)
+
+# The local activity that stores a run's TaskConstants (a permanent name, like ActivityName's).
+SAVE_TASK_CONSTANTS = "openloop.model.save_task_constants"
 
 
 @dataclass
@@ -44,9 +58,41 @@ class BudgetGrant:
     max_tokens: int  # output tokens, already clamped to the task's ceilings
     usd_headroom: float  # USD left under the task's ceiling
     token_headroom: int  # tokens (prompt and answer) left under the task's ceiling
-    on_exceeded: str = "block"  # block | warn (spec.budget.on_exceeded)
+    # The caps below are the task's constants: an input that leaves them to the task's row
+    # (TaskConstants) sends None; older inputs carry them.
+    on_exceeded: str | None = None  # block | warn (spec.budget.on_exceeded); None reads as block
     monthly_usd: float | None = None  # the agent's monthly cap: reserve from its budget workflow
     channel_monthly_usd: float | None = None  # the monthly cap of each channel it serves
+
+
+@dataclass
+class TaskConstants:
+    """What every model call of a task shares. The workflow stores it once per run (a local
+    activity at the run's start, `SAVE_TASK_CONSTANTS`, behind `workflow.patched`) and the
+    model activity reads it in the round trip it already makes, so none of it is repeated in
+    each call's history. Per-call values (headroom, max_tokens, the cursor) stay in the input."""
+
+    agent_name: str
+    workspace: str
+    channel: str
+    surface: str
+    models: list[str]  # the policy's route for the task's kind
+    summary_models: list[str]  # the route for summaries
+    tool_names: list[str]  # the tools a step offers the model
+    on_exceeded: str = "block"
+    monthly_usd: float | None = None
+    channel_monthly_usd: float | None = None
+    context_window: int | None = None
+    context: SurfaceContext | None = None  # where folded tool calls act
+    memory: MemoryScopeRef | None = None  # the memory scope folded tool calls read
+
+
+@dataclass
+class SaveTaskConstantsInput:
+    """Store a task's constants (replacing a previous run's)."""
+
+    task_id: str
+    constants: TaskConstants
 
 
 # The shape ModelCallInput had before its fields were grouped, in its positional order.
@@ -92,22 +138,31 @@ class ModelCallInput(BaseModel):
     A pydantic model (not a dataclass) so the flat shape recorded in older histories still
     decodes: a before-validator lifts the flat fields into `cursor` and `budget`. Fields that
     are None are left out of the encoded payload, which keeps history small.
+
+    Two shapes run. Inputs of tasks that stored their TaskConstants leave agent_name through
+    context_window (and the budget's caps) out: the activity reads them from the task's row
+    (`use_stored`), and `model` names the route's first model for people reading the history.
+    Inputs of tasks started before that (no row) carry them all, as they always did. Either
+    way readers go through `task`, `route`, `offered_tools` and `folded_inputs`.
     """
 
     task_id: str
     step: int
-    agent_name: str
-    workspace: str
-    channel: str
-    surface: str
-    models: list[str]
-    tool_names: list[str]
     cursor: TranscriptCursor
     budget: BudgetGrant
+    agent_name: str | None = None  # None: the task's row holds the constants
+    workspace: str | None = None
+    channel: str | None = None
+    surface: str | None = None
+    models: list[str] | None = None  # None: the task's route for this purpose
+    model: str | None = None  # the route's first model, for the Web UI (not read by the activity)
+    tool_names: list[str] | None = None  # None: the task's tools
     purpose: str = "step"  # step | summary | final
     timeout_seconds: float = 120.0
     run_first: FoldedTools | None = None  # tool calls whose results precede the new messages
+    fold: list[FoldedToolCall] | None = None  # the same, acting where the task's row says
     context_window: int | None = None  # the agent's model_policy.context_window, when it sets one
+    _stored: TaskConstants | None = PrivateAttr(default=None)
 
     def __init__(self, *args: Any, **data: Any) -> None:
         # Positional arguments follow the flat order of the released dataclass.
@@ -141,6 +196,104 @@ class ModelCallInput(BaseModel):
         encoded["budget"] = {k: v for k, v in encoded["budget"].items() if v is not None}
         return {k: v for k, v in encoded.items() if v is not None}
 
+    # The task's constants: carried by older inputs, else read from the task's row.
+
+    @property
+    def carries_constants(self) -> bool:
+        return self.agent_name is not None
+
+    def use_stored(self, constants: TaskConstants | None) -> None:
+        """Attach the task's stored constants (the activity read them for this call)."""
+        self._stored = constants
+
+    def task_or_none(self) -> TaskConstants | None:
+        if not self.carries_constants:
+            return self._stored
+        grant = self.budget
+        folded = self.run_first
+        return TaskConstants(
+            agent_name=self.agent_name or "",
+            workspace=self.workspace or "",
+            channel=self.channel or "",
+            surface=self.surface or "",
+            models=list(self.models or []),
+            summary_models=list(self.models or []),
+            tool_names=list(self.tool_names or []),
+            on_exceeded=grant.on_exceeded or "block",
+            monthly_usd=grant.monthly_usd,
+            channel_monthly_usd=grant.channel_monthly_usd,
+            context_window=self.context_window,
+            context=folded.context if folded else None,
+            memory=folded.memory if folded else None,
+        )
+
+    @property
+    def task(self) -> TaskConstants:
+        """The task's constants for this call; LookupError when neither the input nor a stored
+        row gives them."""
+        constants = self.task_or_none()
+        if constants is None:
+            raise LookupError(f"task {self.task_id}: no stored constants, and the model call carries none")
+        return constants
+
+    @property
+    def route(self) -> list[str]:
+        """The models to try, in order."""
+        if self.models is not None:
+            return self.models
+        task = self.task
+        return task.summary_models if self.purpose == "summary" else task.models
+
+    @property
+    def offered_tools(self) -> list[str]:
+        """The tools the model is offered."""
+        return self.tool_names if self.tool_names is not None else self.task.tool_names
+
+    @property
+    def folded_calls(self) -> list[FoldedToolCall]:
+        return self.run_first.calls if self.run_first else list(self.fold or [])
+
+    def folded_inputs(self) -> list[ToolCallInput]:
+        """The folded tool calls as the tool activity would take them."""
+        if self.run_first:
+            return self.run_first.inputs(self.task_id)
+        if not self.fold:
+            return []
+        task = self.task
+        if task.context is None or task.memory is None:
+            raise LookupError(f"task {self.task_id}: folded tool calls, but no stored context to run them in")
+        return FoldedTools(self.fold, task.context, task.memory).inputs(self.task_id)
+
+    def resolved(self) -> ModelCallInput:
+        """A copy that carries the task's constants itself (the older shape): the call as the
+        activity sees it once it has read the task's row."""
+        task = self.task
+        folded = self.run_first
+        if self.fold and task.context is not None and task.memory is not None:
+            folded = FoldedTools(list(self.fold), task.context, task.memory)
+        budget = BudgetGrant(
+            self.budget.max_tokens,
+            self.budget.usd_headroom,
+            self.budget.token_headroom,
+            task.on_exceeded,
+            task.monthly_usd,
+            task.channel_monthly_usd,
+        )
+        return self.model_copy(
+            update={
+                "agent_name": task.agent_name,
+                "workspace": task.workspace,
+                "channel": task.channel,
+                "surface": task.surface,
+                "models": list(self.route),
+                "tool_names": list(self.offered_tools),
+                "budget": budget,
+                "run_first": folded,
+                "fold": None,
+                "context_window": task.context_window,
+            }
+        )
+
     # Read-only views of the flat names, for readers written against the flat shape
     # (telemetry, scripted test models, bench); new code reads `cursor` and `budget`.
     @property
@@ -169,15 +322,15 @@ class ModelCallInput(BaseModel):
 
     @property
     def on_exceeded(self) -> str:
-        return self.budget.on_exceeded
+        return self.task.on_exceeded
 
     @property
     def monthly_usd(self) -> float | None:
-        return self.budget.monthly_usd
+        return self.task.monthly_usd
 
     @property
     def channel_monthly_usd(self) -> float | None:
-        return self.budget.channel_monthly_usd
+        return self.task.channel_monthly_usd
 
 
 @dataclass

@@ -4,18 +4,33 @@ Workflow code: deterministic, no I/O. Each call is one `openloop.model.call` act
 appends the pending messages to the stored transcript and returns only what the workflow
 decides on. Usage is charged here, once; a call the budget refused waits for an extension
 and is asked again.
+
+What every call of a task shares (agent, routes, tools, caps, where folded tools act) is
+stored once per run (`save_task_constants`) and left out of each call's input, which keeps
+history per step small. Runs replayed from before that change stored nothing: their calls
+carry everything, as they did.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import budget
-    from workflows.activity_options import MODEL_OPTIONS
+    from workflows.activity_options import LOCAL_OPTIONS, MODEL_OPTIONS
+    from workflows.model_call_types import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput, TaskConstants
     from workflows.outcomes import next_action
-    from workflows.types import ActivityName, ModelCallInput, ModelCallResult, TaskInput, TaskStatus
+    from workflows.types import (
+        ActivityName,
+        FoldedTools,
+        ModelCallInput,
+        ModelCallResult,
+        TaskInput,
+        TaskStatus,
+    )
 
 from workflows.conversation import Conversation
 from workflows.human_waits import HumanWaits
@@ -25,6 +40,7 @@ from workflows.usage_meter import UsageMeter
 
 WRAP_UP = "You are close to your step limit: wrap up and answer now."
 STEP, FINAL, SUMMARY = "step", "final", "summary"
+TASK_CONSTANTS = "task-constants"  # workflow.patched id
 
 
 class ModelCaller:
@@ -44,6 +60,38 @@ class ModelCaller:
         self.conversation = conversation
         self.tools = tools
         self.waits = waits
+        self.stored: TaskConstants | None = None  # what this run stored for its model calls
+
+    async def save_task_constants(self) -> None:
+        """Store what every model call of this run shares, once, before the first call (each
+        run stores its own, so a task continued as new from before this change starts to)."""
+        if not workflow.patched(TASK_CONSTANTS):
+            return
+        constants = self._constants()
+        # Local: one quick write at the start, in the same workflow task as the recall.
+        await workflow.execute_local_activity(
+            SAVE_TASK_CONSTANTS, SaveTaskConstantsInput(self.inp.task_id, constants), **LOCAL_OPTIONS
+        )
+        self.stored = constants
+
+    def _constants(self) -> TaskConstants:
+        policy = self.agent.spec.model_policy
+        spend = self.agent.spec.budget
+        return TaskConstants(
+            agent_name=self.agent.name,
+            workspace=self.agent.workspace,
+            channel=self.inp.context.channel,
+            surface=self.inp.context.surface,
+            models=policy.models_for(self.inp.task_kind),
+            summary_models=policy.models_for("summarize_conversation"),
+            tool_names=list(self.tools.names),
+            on_exceeded=spend.on_exceeded,
+            monthly_usd=spend.monthly_usd,
+            channel_monthly_usd=spend.per_channel_monthly_usd,
+            context_window=policy.context_window,
+            context=self.inp.context,
+            memory=self.tools.memory,
+        )
 
     async def ask_step(self) -> ModelCallResult:
         """One step: the model answers or asks for tools (summarising first when the prompt
@@ -98,26 +146,50 @@ class ModelCaller:
         await self.waits.budget_extension(hit)
         return await (self.ask_step() if purpose == STEP else self.ask_final())
 
+    def _input(self, purpose: str, tool_names: list[str], run_first: FoldedTools | None) -> ModelCallInput:
+        models = self.agent.spec.model_policy.models_for(
+            "summarize_conversation" if purpose == SUMMARY else self.inp.task_kind
+        )
+        call = {
+            "task_id": self.inp.task_id,
+            "step": self.record.step,
+            "cursor": self.conversation.cursor(),
+            "purpose": purpose,
+        }
+        stored = self.stored
+        if stored is None:  # a run from before the constants were stored: the input carries them
+            return ModelCallInput(
+                **call,
+                agent_name=self.agent.name,
+                workspace=self.agent.workspace,
+                channel=self.inp.context.channel,
+                surface=self.inp.context.surface,
+                models=models,
+                tool_names=tool_names,
+                budget=self.meter.grant(),
+                run_first=run_first,
+                context_window=self.agent.spec.model_policy.context_window,
+            )
+        # Only what differs from the stored constants rides in the input.
+        route = stored.summary_models if purpose == SUMMARY else stored.models
+        acts_as_stored = run_first is not None and (run_first.context, run_first.memory) == (
+            stored.context,
+            stored.memory,
+        )
+        return ModelCallInput(
+            **call,
+            model=models[0] if models else None,
+            models=None if models == route else models,
+            tool_names=None if tool_names == stored.tool_names else tool_names,
+            budget=replace(self.meter.grant(), on_exceeded=None, monthly_usd=None, channel_monthly_usd=None),
+            run_first=run_first if run_first is not None and not acts_as_stored else None,
+            fold=run_first.calls if run_first is not None and acts_as_stored else None,
+        )
+
     async def _execute(self, purpose: str, tool_names: list[str]) -> ModelCallResult:
         run_first = self.tools.folded_input()
-        cursor = self.conversation.cursor()
-        inp = ModelCallInput(
-            task_id=self.inp.task_id,
-            step=self.record.step,
-            agent_name=self.agent.name,
-            workspace=self.agent.workspace,
-            channel=self.inp.context.channel,
-            surface=self.inp.context.surface,
-            models=self.agent.spec.model_policy.models_for(
-                "summarize_conversation" if purpose == SUMMARY else self.inp.task_kind
-            ),
-            tool_names=tool_names,
-            cursor=cursor,
-            budget=self.meter.grant(),
-            purpose=purpose,
-            run_first=run_first,
-            context_window=self.agent.spec.model_policy.context_window,
-        )
+        inp = self._input(purpose, tool_names, run_first)
+        cursor = inp.cursor
         try:
             result: ModelCallResult = await workflow.execute_activity(
                 ActivityName.CALL_MODEL, inp, result_type=ModelCallResult, **MODEL_OPTIONS

@@ -35,7 +35,7 @@ async def ask_with_fallbacks(
     rejected its key lately is not asked at all (`health`). If all fail, the first retryable
     error decides the retry."""
     failures: list[ApplicationError] = []
-    for model in inp.models:
+    for model in inp.route:
         skipped = health.unavailable(model)
         if skipped is not None:
             failures.append(skipped)
@@ -65,7 +65,7 @@ async def ask(
     if model.startswith("offline/"):
         prompt_tokens = estimate_tokens(messages)
         check_fits(inp, model, prompt_tokens)
-        reply = offline_model.respond(messages, inp.tool_names)
+        reply = offline_model.respond(messages, inp.offered_tools)
         completion_tokens = estimate_tokens([{"content": reply.text, "tool_calls": reply.tool_calls}])
         return ModelCallResult(
             text=reply.text,
@@ -81,7 +81,7 @@ async def ask(
     max_tokens = min(grant.max_tokens, max(0, grant.token_headroom - prompt_tokens))
     prices = price_per_token(model)
     if prices is None:
-        if grant.on_exceeded == "block":
+        if inp.task.on_exceeded == "block":
             return refused(
                 model,
                 f"no price is known for {model}, so its cost cannot be bounded; "
@@ -108,8 +108,8 @@ async def ask(
 
 def context_window(inp: ModelCallInput, model: str) -> int:
     """The prompt tokens `model` can take: the agent's policy says, else LiteLLM's cost map."""
-    if inp.context_window:
-        return inp.context_window
+    if inp.task.context_window:
+        return inp.task.context_window
     if model.startswith("offline/"):
         return DEFAULT_CONTEXT_WINDOW
     import litellm

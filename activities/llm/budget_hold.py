@@ -50,9 +50,9 @@ async def budget_hold(
     inp: ModelCallInput, model: str, prompt_tokens: int, max_tokens: int, prices: tuple[float, float] | None
 ) -> AsyncIterator[BudgetHold]:
     """Hold the call's worst case for the body; check `refused` first, `charge` the cost."""
-    grant = inp.budget
+    task = inp.task
     # A model without a price under `warn` cannot be held; it goes through unreserved.
-    if prices is None or (grant.monthly_usd is None and grant.channel_monthly_usd is None):
+    if prices is None or (task.monthly_usd is None and task.channel_monthly_usd is None):
         yield BudgetHold(max_tokens)
         return
     reservation = await _reserve(inp, model, prompt_tokens, max_tokens, prices)
@@ -80,30 +80,32 @@ async def _reserve(
 ) -> ReserveResult:
     """Hold the call's worst case in the agent's budget workflow, one key per attempt and
     model; the workflow runs on this activity's task queue."""
+    task = inp.task
     return await reserve_budget(
         activity.client(),
         activity.info().task_queue,
-        inp.workspace,
-        inp.agent_name,
+        task.workspace,
+        task.agent_name,
         reservation_key(inp.task_id, inp.step, activity.info().attempt, model),
-        f"{inp.surface}:{inp.channel}",
+        f"{task.surface}:{task.channel}",
         amount_usd=worst_case_usd(prompt_tokens, max_tokens, prices),
         minimum_usd=worst_case_usd(prompt_tokens, MIN_USEFUL_MAX_TOKENS, prices),
-        monthly_usd=inp.budget.monthly_usd,
-        channel_monthly_usd=inp.budget.channel_monthly_usd,
-        on_exceeded=inp.budget.on_exceeded,
+        monthly_usd=task.monthly_usd,
+        channel_monthly_usd=task.channel_monthly_usd,
+        on_exceeded=task.on_exceeded,
     )
 
 
 async def _settle(inp: ModelCallInput, hold: ReserveResult, cost_usd: float) -> None:
     """Charge the actual cost. The answer is paid for, so a failure here is logged, not raised
     (raising would ask the model again); the hold is then released after its TTL."""
+    task = inp.task
     try:
         await settle_budget(
             activity.client(),
             activity.info().task_queue,
-            inp.workspace,
-            inp.agent_name,
+            task.workspace,
+            task.agent_name,
             hold.key,
             hold.channel,
             cost_usd,
@@ -119,11 +121,11 @@ async def _settle(inp: ModelCallInput, hold: ReserveResult, cost_usd: float) -> 
                     task_id=inp.task_id,
                     step=inp.step,
                     key=f"{hold.key}:budget_overrun",
-                    agent=inp.agent_name,
-                    workspace=inp.workspace,
-                    channel=inp.channel,
+                    agent=task.agent_name,
+                    workspace=task.workspace,
+                    channel=task.channel,
                     kind="budget_overrun",
-                    actor=inp.agent_name,
+                    actor=task.agent_name,
                     outcome=f"{hold.reason}; the call cost ${cost_usd:.4f}",
                 ),
             )
@@ -132,8 +134,9 @@ async def _settle(inp: ModelCallInput, hold: ReserveResult, cost_usd: float) -> 
 async def _release(inp: ModelCallInput, hold: ReserveResult) -> None:
     """Free the hold of a failed call; the call's own error is what propagates."""
     try:
+        task = inp.task
         await release_budget(
-            activity.client(), activity.info().task_queue, inp.workspace, inp.agent_name, hold.key
+            activity.client(), activity.info().task_queue, task.workspace, task.agent_name, hold.key
         )
     except Exception as err:  # noqa: BLE001 - the hold is released after its TTL instead
         activity.logger.warning("could not release budget hold %s: %s", hold.key, err)

@@ -1,7 +1,8 @@
 """The model activity (`openloop.model.call`): a thin wrapper over named pieces.
 
-- `transcript_step` — the folded tool calls, the transcript appends and the prompt before
-  the model is asked, the answer and its usage row after (or a previous attempt's answer).
+- `transcript_step` — the task's constants (read with the answer check), the folded tool
+  calls, the transcript appends and the prompt before the model is asked, the answer and
+  its usage row after (or a previous attempt's answer).
 - `ask` — the policy's models in order, max_tokens clamped to the task's budget, the
   context-window check, the offline stand-in.
 - `budget_hold` — reserve, settle or release on the agent's monthly budget.
@@ -62,12 +63,13 @@ def model_tool_schemas(names: list[str]) -> list[dict[str, Any]]:
 
 async def _offered_tools(pool: AsyncConnectionPool, inp: ModelCallInput) -> list[dict[str, Any]]:
     """Native tools from the catalog; the rest (MCP) as the task's start listed them."""
-    native = model_tool_schemas(inp.tool_names)
-    others = [name for name in inp.tool_names if name not in NATIVE_TOOLS]
+    names = inp.offered_tools
+    native = model_tool_schemas(names)
+    others = [name for name in names if name not in NATIVE_TOOLS]
     listed = await task_tools.load_specs(pool, inp.task_id, others)
     by_name = {schema["function"]["name"]: schema for schema in native}
     by_name |= {spec.model_name: spec.openai_schema() for spec in listed.values()}
-    return [by_name[model_tool_name(name)] for name in inp.tool_names if model_tool_name(name) in by_name]
+    return [by_name[model_tool_name(name)] for name in names if model_tool_name(name) in by_name]
 
 
 @contextlib.asynccontextmanager

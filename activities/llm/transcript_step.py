@@ -1,6 +1,6 @@
-"""The transcript side of a model call: before the model is asked, run the folded tool calls,
-append their results and the call's new messages, and build the prompt; after, store the
-answer with its usage row.
+"""The transcript side of a model call: before the model is asked, read the task's constants,
+run the folded tool calls, append their results and the call's new messages, and build the
+prompt; after, store the answer with its usage row.
 
 A previous attempt may have stored the answer to this very call and crashed before
 reporting it: `prepare_call` finds it, so the model is asked (and charged) once. Tool
@@ -16,11 +16,13 @@ from typing import Any
 from opentelemetry import trace
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
+from temporalio.exceptions import ApplicationError
 
 from activities.llm.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt
 from activities.runtime import runtime
-from activities.store import ledger, transcript
+from activities.store import ledger, task_constants, transcript
 from activities.tools.tool_activities import bound_and_audit, execute_tool, record_tool_span_attributes
+from workflows.errors import ErrorType
 from workflows.tool_catalog import model_tool_name
 from workflows.types import (
     ChatMessage,
@@ -46,23 +48,30 @@ class PreparedCall:
 
 
 async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> PreparedCall:
-    """Run the folded tool calls, append their results and the call's new messages, and
-    build the prompt; or find the answer a previous attempt stored for this very call."""
+    """Read the task's constants into `inp` (when it leaves them to the task's row), run the
+    folded tool calls, append their results and the call's new messages, and build the
+    prompt; or find the answer a previous attempt stored for this very call."""
     cursor = inp.cursor
-    folded = inp.run_first.inputs(inp.task_id) if inp.run_first else []
     new_rows = [transcript.message_to_row(m) for m in cursor.new_messages]
-    appended_upto = cursor.upto + len(folded) + len(new_rows)
+    folded_count = len(inp.folded_calls)
+    appended_upto = cursor.upto + folded_count + len(new_rows)
     if inp.purpose == "summary":
         new_rows.append({"role": "user", "content": SUMMARY_INSTRUCTION, "tool_calls": []})
-    answer_seq = cursor.upto + len(folded) + len(new_rows) + 1
+    answer_seq = cursor.upto + folded_count + len(new_rows) + 1
     async with pool.connection() as conn:
-        # A previous attempt may have finished the call and crashed before reporting: reuse it,
-        # so the model is asked (and charged) once.
-        cached = await transcript.load_one(conn, inp.task_id, answer_seq)
+        async with conn.pipeline():  # the constants and the answer check in one round trip
+            constants = None if inp.carries_constants else await task_constants.request(conn, inp.task_id)
+            # A previous attempt may have finished the call and crashed before reporting: reuse
+            # it, so the model is asked (and charged) once.
+            cached = await transcript.load_one(conn, inp.task_id, answer_seq)
+            if constants is not None:
+                inp.use_stored(await task_constants.received(constants))
+        _check_constants(inp)
         if cached is not None and cached.get("_step") == inp.step and cached.get("_usage"):
             result = _result_from_stored(cached, answer_seq)
-            result.tool_results = await _stored_tool_results(conn, inp, len(folded))
+            result.tool_results = await _stored_tool_results(conn, inp, folded_count)
             return PreparedCall(answer_seq, [], [], result)
+    folded = inp.folded_inputs()
     # No connection is held while the tools run: they take their own from the same pool, and
     # holding one here would let concurrent calls exhaust it waiting on each other.
     tool_rows, tool_results = await _run_folded(pool, folded)
@@ -75,6 +84,17 @@ async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> Prepar
     return PreparedCall(
         answer_seq, stored, build_prompt(stored, cursor.view), None, tool_results, appended_upto
     )
+
+
+def _check_constants(inp: ModelCallInput) -> None:
+    if inp.task_or_none() is None:
+        raise ApplicationError(
+            f"task {inp.task_id}: its model call leaves the task's constants (agent, models, tools) "
+            "to the task_constants table, which has no row for it (was the database reset while "
+            "the task ran?); start the task again",
+            type=ErrorType.MODEL_BAD_REQUEST,
+            non_retryable=True,
+        )
 
 
 async def _run_folded(
@@ -131,6 +151,7 @@ async def record_answer(
         "_offline": result.offline,
         "_max_tokens": result.max_tokens_used,
     }
+    task = inp.task
     # Pipelined: BEGIN and both writes travel together, then COMMIT.
     async with pool.connection() as conn, conn.pipeline(), conn.transaction():
         await transcript.append(conn, inp.task_id, answer_seq, [answer])
@@ -139,10 +160,10 @@ async def record_answer(
             ledger.UsageRow(
                 task_id=inp.task_id,
                 step=inp.step,
-                agent=inp.agent_name,
-                workspace=inp.workspace,
-                channel=inp.channel,
-                surface=inp.surface,
+                agent=task.agent_name,
+                workspace=task.workspace,
+                channel=task.channel,
+                surface=task.surface,
                 model=result.usage.model,
                 prompt_tokens=result.usage.prompt_tokens,
                 completion_tokens=result.usage.completion_tokens,

@@ -1,6 +1,8 @@
-"""The Postgres activities: recall memories, purge expired ones, write an audit row.
+"""The Postgres activities: recall memories, purge expired ones, write an audit row, store a
+task's constants.
 
-Thin wrappers: the queries live in `memory`, `memory_search` and `ledger` beside this file.
+Thin wrappers: the queries live in `memory`, `memory_search`, `ledger` and `task_constants`
+beside this file.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.embeddings import is_offline
 from activities.runtime import runtime
+from activities.store import task_constants
 from activities.store.ledger import UsageRow, write_audit, write_usage
 from activities.store.memory import purge_expired
 from activities.store.memory_search import search_with_usage
 from workflows.errors import ErrorType
+from workflows.model_call_types import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput
 from workflows.retention import PURGE_EXPIRED_MEMORIES, PurgeInput, PurgeResult
 from workflows.types import ActivityName, AuditEvent, RecallInput, RecallResult
 
@@ -71,3 +75,9 @@ async def record_audit(event: AuditEvent) -> None:
     pool = await runtime().pool()
     async with pool.connection() as conn:
         await write_audit(conn, event)
+
+
+@activity.defn(name=SAVE_TASK_CONSTANTS)
+async def save_task_constants(inp: SaveTaskConstantsInput) -> None:
+    """Store what every model call of the task shares (idempotent: a retry rewrites the row)."""
+    await task_constants.save(await runtime().pool(), inp.task_id, inp.constants)

@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 from activities.llm.model_activities import call_model
 from activities.llm.providers import price_per_token
 from activities.runtime import runtime
+from activities.store.store_activities import save_task_constants
 from config.loader import parse_agent
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, Recorded, Scripted
@@ -73,12 +74,12 @@ async def run_tasks(client: Client, task_queue: str, cap: float, mode: str, n: i
     agent = parse_agent(AGENT.format(name=f"budget-{uuid.uuid4().hex[:6]}", cap=cap, mode=mode))
     context = SurfaceContext("slack", "C1", "U_BOB")
     inputs = [TaskInput(f"task-{uuid.uuid4().hex[:10]}", agent, 1, context, f"q{i}") for i in range(n)]
-    stand_ins = script.activities()[1:]  # everything but the model: the real one runs
+    stand_ins = script.activities()[2:]  # everything but the model and its row: the real ones run
     async with Worker(
         client,
         task_queue=task_queue,
         workflows=[AgentTaskWorkflow, AgentBudgetWorkflow],
-        activities=[call_model, *stand_ins],
+        activities=[call_model, save_task_constants, *stand_ins],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=n,
     ):

@@ -21,9 +21,22 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.llm.model_activities import call_model, model_tool_schemas
 from activities.runtime import runtime
+from activities.store.store_activities import save_task_constants
 from activities.store.transcript import TOOL_OUTPUT_PREVIEW_CHARS
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from workflows.types import ChatMessage, ModelCallInput, ModelCallResult, ToolCall, TranscriptView
+from workflows.model_call_types import SaveTaskConstantsInput, TaskConstants
+from workflows.types import (
+    BudgetGrant,
+    ChatMessage,
+    FoldedToolCall,
+    MemoryScopeRef,
+    ModelCallInput,
+    ModelCallResult,
+    SurfaceContext,
+    ToolCall,
+    TranscriptCursor,
+    TranscriptView,
+)
 from workflows.untrusted import UNTRUSTED_DATA_RULE, wrap_untrusted
 
 MODEL = "openai/gpt-4o-mini"
@@ -449,3 +462,103 @@ async def test_a_prompt_larger_than_the_window_is_a_clear_final_error(api: FakeM
     assert "context window of 128000" in err.message and MODEL in err.message
     assert api.requests == []
     assert await rows("SELECT 1 FROM usage_ledger WHERE task_id = %s", inp.task_id) == []
+
+
+# The task's constants: stored once per run, read with the answer check ------------------------
+
+
+def constants(**overrides: Any) -> TaskConstants:
+    values: dict[str, Any] = {
+        "agent_name": "helper",
+        "workspace": "acme",
+        "channel": "C0DEPLOY",
+        "surface": "slack",
+        "models": [MODEL],
+        "summary_models": [MODEL],
+        "tool_names": ["memory.search"],
+        "on_exceeded": "block",
+    }
+    values.update(overrides)
+    return TaskConstants(**values)
+
+
+def lean_input(task_id: str, **overrides: Any) -> ModelCallInput:
+    """A call as a task that stored its constants sends it: none of them in the input."""
+    values: dict[str, Any] = {
+        "task_id": task_id,
+        "step": 1,
+        "cursor": TranscriptCursor(0, [ChatMessage("system", SYSTEM), ChatMessage("user", REQUEST)]),
+        "budget": BudgetGrant(512, 1.0, 100_000, on_exceeded=None),
+        "model": MODEL,
+    }
+    values.update(overrides)
+    return ModelCallInput(**values)
+
+
+async def test_a_call_without_constants_reads_them_from_the_task_row(api: FakeModelAPI) -> None:
+    task_id = f"task-{uuid.uuid4().hex[:12]}"
+    await save_task_constants(SaveTaskConstantsInput(task_id, constants()))
+    api.answer("The deploy is green.", prompt_tokens=120, completion_tokens=30)
+    inp = lean_input(task_id)
+    result = await run(inp)
+
+    assert result.text == "The deploy is green." and result.usage.model == MODEL
+    [request] = api.requests
+    # The model and the tools came from the row.
+    assert request.body["model"] == "gpt-4o-mini"
+    assert request.body["tools"] == model_tool_schemas(["memory.search"])
+    [row] = await rows("SELECT * FROM usage_ledger WHERE task_id = %s", task_id)
+    assert (row["agent"], row["workspace"], row["channel"], row["surface"]) == (
+        "helper",
+        "acme",
+        "C0DEPLOY",
+        "slack",
+    )
+    assert inp.task.agent_name == "helper"  # the interceptor's metrics read it after the call
+
+
+async def test_the_row_of_a_new_run_replaces_the_last_and_a_final_call_offers_no_tools(
+    api: FakeModelAPI,
+) -> None:
+    task_id = f"task-{uuid.uuid4().hex[:12]}"
+    await save_task_constants(SaveTaskConstantsInput(task_id, constants(models=["openai/nope"])))
+    await save_task_constants(SaveTaskConstantsInput(task_id, constants()))
+    api.answer("Summary.")
+    await run(lean_input(task_id, purpose="final", tool_names=[]))
+    [request] = api.requests
+    assert request.body["model"] == "gpt-4o-mini" and "tools" not in request.body
+
+
+async def test_a_folded_search_acts_where_the_row_says(api: FakeModelAPI) -> None:
+    task_id = f"task-{uuid.uuid4().hex[:12]}"
+    context = SurfaceContext("slack", "C0DEPLOY", "U_ALICE")
+    scope = MemoryScopeRef("acme", "helper", "channel", "C0DEPLOY", "offline/hashing-256", 30)
+    await save_task_constants(SaveTaskConstantsInput(task_id, constants(context=context, memory=scope)))
+    api.answer_tool_calls([tool_call("call_1", "memory__search", {"query": "deploy"})])
+    first = await run(lean_input(task_id))
+    api.answer("Nothing saved about deploys.")
+    fold = [FoldedToolCall(1, "call_1", "memory.search", {"query": "deploy"})]
+    second = await run(lean_input(task_id, step=2, cursor=TranscriptCursor(first.transcript_upto), fold=fold))
+    [result] = second.tool_results
+    assert result.ok
+    audit = await rows("SELECT channel, agent FROM audit_log WHERE task_id = %s", task_id)
+    assert audit and {(r["channel"], r["agent"]) for r in audit} == {("C0DEPLOY", "helper")}
+
+
+async def test_an_input_that_carries_its_constants_needs_no_row(api: FakeModelAPI) -> None:
+    # A task started before the constants were stored has no row: its inputs carry them all.
+    api.answer("Fine.")
+    inp = call_input()
+    assert inp.carries_constants
+    assert (await run(inp)).text == "Fine."
+    assert await rows("SELECT 1 FROM task_constants WHERE task_id = %s", inp.task_id) == []
+
+
+async def test_a_call_without_constants_and_without_a_row_is_a_clear_final_error(
+    api: FakeModelAPI,
+) -> None:
+    inp = lean_input(f"task-{uuid.uuid4().hex[:12]}")
+    with pytest.raises(ApplicationError) as caught:
+        await run(inp)
+    assert caught.value.non_retryable and "task_constants" in caught.value.message
+    assert api.requests == []

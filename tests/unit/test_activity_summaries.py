@@ -10,12 +10,14 @@ from workflows.mcp_types import McpCallInput, McpListInput
 from workflows.types import (
     ActivityName,
     ApprovalRecord,
+    BudgetGrant,
     FoldedToolCall,
     FoldedTools,
     MemoryScopeRef,
     ModelCallInput,
     SurfaceContext,
     ToolCallInput,
+    TranscriptCursor,
 )
 
 CONTEXT = SurfaceContext(surface="slack", channel="C0DEPLOY", user="U_BOB")
@@ -97,3 +99,17 @@ def test_mcp_calls_and_listing_read_like_native_tools() -> None:
     assert summary == "step 3: run notes.create_note, approved by U_ALICE"
     listing = activity_summary(ActivityName.MCP_LIST_TOOLS, [McpListInput("task-1", [server])])
     assert listing == "list the tools of MCP servers notes"
+
+
+def test_a_model_call_that_leaves_the_constants_to_the_task_row_still_names_its_model() -> None:
+    lean = ModelCallInput(
+        task_id="task-1",
+        step=5,
+        cursor=TranscriptCursor(7),
+        budget=BudgetGrant(512, 1.0, 100_000, on_exceeded=None),
+        model="openai/gpt-4o-mini",
+        fold=[FoldedToolCall(4, "c1", "memory.search", {"query": "deploys"})],
+    )
+    assert activity_summary(ActivityName.CALL_MODEL, [lean]) == (
+        "step 5: run memory.search, then ask openai/gpt-4o-mini"
+    )

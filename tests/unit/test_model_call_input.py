@@ -9,6 +9,7 @@ from pathlib import Path
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
+from workflows.model_call_types import TaskConstants
 from workflows.types import (
     ActivityName,
     BudgetGrant,
@@ -116,3 +117,51 @@ def test_every_model_call_recorded_in_the_committed_histories_decodes() -> None:
             assert inp.budget.max_tokens >= 0 and inp.cursor.upto >= 0, path.name
             decoded += 1
     assert decoded > 0
+
+
+# Inputs of a task that stored its constants leave them out --------------------------------
+
+CONSTANTS = TaskConstants(
+    agent_name="helper",
+    workspace="acme",
+    channel="C0DEPLOY",
+    surface="slack",
+    models=["openai/gpt-4o-mini", "anthropic/claude-sonnet-4-5"],
+    summary_models=["openai/gpt-4o-mini"],
+    tool_names=["memory.search", "memory.save", "github.get_issue"],
+    on_exceeded="warn",
+    monthly_usd=20.0,
+)
+LEAN = ModelCallInput(
+    task_id="task-1",
+    step=4,
+    cursor=NESTED.cursor,
+    budget=BudgetGrant(max_tokens=512, usd_headroom=0.5, token_headroom=90_000, on_exceeded=None),
+    model="openai/gpt-4o-mini",
+)
+
+
+def test_a_lean_input_leaves_the_constants_out_and_reads_them_from_the_row() -> None:
+    [payload] = CONVERTER.to_payloads([LEAN])
+    for constant in (b"agent_name", b"workspace", b"C0DEPLOY", b"memory.save", b"on_exceeded", b"anthropic"):
+        assert constant not in payload.data
+    decoded = CONVERTER.from_payloads([payload], [ModelCallInput])[0]
+    assert decoded == LEAN and not decoded.carries_constants
+    assert decoded.task_or_none() is None  # until the activity attaches the row
+    decoded.use_stored(CONSTANTS)
+    assert decoded.task.agent_name == "helper" and decoded.on_exceeded == "warn"
+    assert decoded.route == CONSTANTS.models and decoded.offered_tools == CONSTANTS.tool_names
+    summary = decoded.model_copy(update={"purpose": "summary", "tool_names": []})
+    summary.use_stored(CONSTANTS)
+    assert summary.route == ["openai/gpt-4o-mini"] and summary.offered_tools == []
+    # The same call as an older task sends it carries everything, and is larger.
+    [carried] = CONVERTER.to_payloads([decoded.resolved()])
+    assert len(payload.data) < len(carried.data) - 150
+
+
+def test_an_older_input_is_its_own_constants() -> None:
+    task = NESTED.task
+    assert (task.agent_name, task.channel, task.on_exceeded) == ("helper", "C0DEPLOY", "warn")
+    assert task.monthly_usd == 20.0
+    assert NESTED.route == ["openai/gpt-4o-mini"] and NESTED.offered_tools == ["memory.search"]
+    assert NESTED.resolved() == NESTED

@@ -246,6 +246,20 @@ SCENARIOS = (
         _nothing,
         TaskStatus.SUCCESS,
     ),
+    # Each run stores its constants once (patch "task-constants"); model calls leave them out.
+    Scenario(
+        "task_constants",
+        HELPER_YAML,
+        "what did we decide about deploys?",
+        lambda: Script(
+            [
+                use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
+                say("We deploy on Tuesdays.", (210, 15), 0.0004),
+            ]
+        ),
+        _nothing,
+        TaskStatus.SUCCESS,
+    ),
     Scenario(
         "approval_approved",
         ISSUES_YAML,

@@ -14,6 +14,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from workflows.mcp_types import McpCallInput, McpListInput, McpListResult, McpServerStatus
+from workflows.model_call_types import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput, TaskConstants
 from workflows.skill_tools import SkillLoadInput
 from workflows.tool_catalog import ToolSpec
 from workflows.types import (
@@ -64,7 +65,9 @@ class Script:
 
     answers: list[ModelCallResult]
     default: Callable[[ModelCallInput], ModelCallResult] | None = None
-    model_inputs: list[ModelCallInput] = field(default_factory=list)
+    model_inputs: list[ModelCallInput] = field(default_factory=list)  # as the activity resolves them
+    sent_model_inputs: list[ModelCallInput] = field(default_factory=list)  # as history holds them
+    constants: dict[str, TaskConstants] = field(default_factory=dict)  # the task_constants rows
     tool_calls: list[ToolCallInput] = field(default_factory=list)
     replies: list[PostReplyInput] = field(default_factory=list)
     approval_requests: list[PostApprovalRequestInput] = field(default_factory=list)
@@ -82,7 +85,11 @@ class Script:
         script = self
 
         @activity.defn(name=ActivityName.CALL_MODEL)
-        async def call_model(inp: ModelCallInput) -> ModelCallResult:
+        async def call_model(sent: ModelCallInput) -> ModelCallResult:
+            # The task's row fills in what the input leaves out, as in the real activity.
+            script.sent_model_inputs.append(sent)
+            sent.use_stored(script.constants.get(sent.task_id))
+            inp = sent.resolved()
             script.model_inputs.append(inp)
             index = len(script.model_inputs) - 1
             if index < len(script.answers):
@@ -99,6 +106,10 @@ class Script:
                 max_tokens_used=inp.max_tokens,
                 tool_results=results,
             )
+
+        @activity.defn(name=SAVE_TASK_CONSTANTS)
+        async def save_task_constants(inp: SaveTaskConstantsInput) -> None:
+            script.constants[inp.task_id] = inp.constants
 
         @activity.defn(name=ActivityName.RUN_TOOL)
         async def run_tool(inp: ToolCallInput) -> ToolCallResult:
@@ -154,8 +165,11 @@ class Script:
             script.skill_reads.append(inp)
             return ToolCallResult(ok=True, output=f"# Skill: {inp.skill.name} ({inp.path or 'body'})")
 
+        # The model and the constants' writer first: tests that run the real model (which reads
+        # the task's row from Postgres) swap in both real ones with `activities()[2:]`.
         return [
             call_model,
+            save_task_constants,
             run_tool,
             recall,
             record_audit,

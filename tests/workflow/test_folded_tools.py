@@ -55,14 +55,15 @@ async def test_a_search_runs_inside_the_next_model_call_and_is_recorded_as_its_s
     assert third.run_first is not None and [c.call_id for c in third.run_first.calls] == [key("rollbacks")]
     assert second.new_messages == [] and third.new_messages == []  # the results went in directly
 
-    # No tool activity of its own: the only local activities are the start note and the recall.
+    # No tool activity of its own: the only local activities are the start note, the recall and
+    # the task's constants.
     local = [
         e
         for e in history.events
         if e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED
         and e.marker_recorded_event_attributes.marker_name == "core_local_activity"
     ]
-    assert len(local) == 2
+    assert len(local) == 3
     scheduled = [
         e.activity_task_scheduled_event_attributes.activity_type.name
         for e in history.events

@@ -1,0 +1,40 @@
+"""What every model call of a task shares is stored once per run and left out of each call's
+input (history); the scripted model reads it back as the real activity reads the row."""
+
+from __future__ import annotations
+
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflow.scripted import say
+from tests.workflow.test_approvals import start, task_input, worker
+from tests.workflow.test_ceilings import agent_yaml
+from tests.workflow.test_folded_tools import two_searches_then
+from workflows.types import TaskStatus
+
+
+async def test_model_calls_leave_the_stored_constants_out(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = two_searches_then("Tuesdays; roll back with the runbook.")
+    script.default = lambda inp: say("Summary.")
+    async with worker(ts_env, script, task_queue):
+        inp = task_input(agent_yaml())
+        result = await (await start(ts_env, inp, task_queue)).result()
+    assert result.status == TaskStatus.SUCCESS
+
+    [stored] = script.constants.values()
+    assert (stored.agent_name, stored.channel, stored.surface) == (
+        inp.agent.name,
+        inp.context.channel,
+        inp.context.surface,
+    )
+    assert stored.models == inp.agent.spec.model_policy.models_for(inp.task_kind)
+    assert stored.context == inp.context and stored.memory is not None
+    for sent in script.sent_model_inputs:
+        assert not sent.carries_constants and sent.models is None and sent.tool_names is None
+        assert sent.model == stored.models[0]  # named for the Web UI
+        assert sent.budget.on_exceeded is None and sent.run_first is None
+    # Folded searches travel as bare calls; they act where the row says.
+    assert [len(sent.fold or []) for sent in script.sent_model_inputs] == [0, 1, 1]
+    assert all(i.run_first is None or i.run_first.context == inp.context for i in script.model_inputs)
+    assert [i.tool_names for i in script.model_inputs] == [stored.tool_names] * 3
