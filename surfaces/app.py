@@ -29,9 +29,10 @@ def create_app(settings: Settings, client: Client | None) -> FastAPI:
     app.state.temporal = client
     app.state.background = []
 
-    from surfaces import health
+    from surfaces import health, web
 
     health.register(app)
+    web.register(app)
     for module_name in ("surfaces.slack.events", "surfaces.github.webhooks", "surfaces.ledger"):
         _register_optional(app, module_name)
     return app

@@ -32,6 +32,7 @@ from config.skills import load_skills
 from surfaces.app import create_app
 from surfaces.cli.terminal import commands
 from surfaces.client import connect
+from surfaces.web import login_url
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, listen_socket, ports_taken
 from workers.run import report_model_keys
 from workers.worker import build_worker
@@ -225,10 +226,13 @@ def _print_up(console: Console, settings: Settings, stack: Stack) -> None:
         f"  Temporal   {settings.temporal_address} (namespace {settings.namespace})\n"
         f"  Web UI     {stack.ui_url}\n"
         f"  HTTP       http://{settings.http_address}  (/healthz, /readyz, /slack/events, …)\n"
-        f"  Postgres   {postgres_where}\n"
-        f"Try: [bold]{escape(ask)}[/]\n"
-        f"Stop with Ctrl-C."
+        f"  Postgres   {postgres_where}"
     )
+    # One-time sign-in link for the dashboard, as the local operator (an admin); never logged.
+    operator = os.environ.get("OPENLOOP_USER") or "cli:local"
+    dashboard = login_url(settings, operator, "admin")
+    console.print(f"  Dashboard  {dashboard}", soft_wrap=True, markup=False, highlight=False)
+    console.print(f"Try: [bold]{escape(ask)}[/]\nStop with Ctrl-C.")
 
 
 async def _ensure_schedules(client: object, settings: Settings) -> None:

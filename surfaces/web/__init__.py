@@ -1,0 +1,85 @@
+"""The operator dashboard, served under /dashboard by the surfaces app: tasks (live while they
+run), the approvals inbox, spend against budgets, agent memory and agent versions.
+
+Server-rendered (FastAPI + Jinja2), one stylesheet, htmx 2.0.11 (npm htmx.org, 0BSD,
+vendored in static/) for in-place updates and `static/live.js` for a running task's
+server-sent events; every page reads the same without JavaScript. Like every surface it only
+reads projections and signals workflows; sign-in, roles and CSRF live in `surfaces.web.auth`.
+Single sign-on (OIDC) is not implemented yet: sign-in is the embedded one-time link.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from surfaces.web import agents, approvals, memory, spend, tasks
+from surfaces.web.auth import COOKIE, PREFIX, SESSION_SECONDS, NotSignedIn, Sessions
+from surfaces.web.auth import login_url as login_url
+from surfaces.web.common import HERE, render
+
+__all__ = ["login_url", "register"]
+
+
+def register(app: FastAPI) -> None:
+    app.state.dashboard_sessions = Sessions(app.state.settings)
+    app.mount(f"{PREFIX}/static", StaticFiles(directory=str(HERE / "static")), name="dashboard-static")
+    router = APIRouter(prefix=PREFIX)
+    router.add_api_route("/login", login, methods=["GET"], response_class=HTMLResponse)
+    router.add_api_route("/logout", logout, methods=["POST"])
+    router.add_api_route("", home, methods=["GET"])
+    for pages in (tasks, approvals, spend, memory, agents):
+        router.include_router(pages.router)
+    app.include_router(router, include_in_schema=False)
+    app.add_exception_handler(NotSignedIn, _sign_in_first)
+
+
+async def home(request: Request) -> Response:
+    return RedirectResponse(f"{PREFIX}/tasks", status_code=303)
+
+
+async def login(request: Request) -> Response:
+    sessions: Sessions = request.app.state.dashboard_sessions
+    found = sessions.redeem(request.query_params.get("token", ""))
+    if found is None:
+        return render(
+            request,
+            "message.html",
+            None,
+            status_code=401,
+            message="This sign-in link is not valid: it was already used, has expired, or was cut short. "
+            "Restart `openloop up` for a new one.",
+        )
+    response = RedirectResponse(f"{PREFIX}/tasks", status_code=303)
+    response.set_cookie(
+        COOKIE,
+        sessions.cookie(found),
+        max_age=SESSION_SECONDS,
+        httponly=True,
+        samesite="lax",
+        path=PREFIX,
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+async def logout(request: Request) -> Response:
+    from surfaces.web.auth import person, require_csrf
+
+    await require_csrf(request, person(request))
+    response = render(request, "message.html", None, message="Signed out.")
+    response.delete_cookie(COOKIE, path=PREFIX)
+    return response
+
+
+async def _sign_in_first(request: Request, exc: Exception) -> Response:
+    if request.headers.get("hx-request") == "true" or request.url.path.endswith("/events"):
+        return Response("sign in first", status_code=401)
+    return render(
+        request,
+        "message.html",
+        None,
+        status_code=401,
+        message="Sign in with the dashboard link `openloop up` printed.",
+    )

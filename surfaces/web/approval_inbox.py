@@ -1,0 +1,222 @@
+"""The approvals inbox and a decision from it, checked the way every surface checks one.
+
+The inbox lists tasks whose OpenLoopStatus is WAITING_APPROVAL and asks each for its
+pending request (the `status` query). A decision names the request id and action id the
+person saw; before signalling, it is checked against the task's pending request and with
+`workflows.policy.may_approve` against the agent config the task started with (read from
+its history), so the person hears at once whether it counted. The workflow checks again
+itself; a decision refused here is audited with who tried and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.store.db import get_pool
+from activities.store.ledger import write_audit
+from config.agent import AgentConfig
+from surfaces.task_lookup import worker_is_polling
+from surfaces.timeline import story_from_history
+from workers import history as histories
+from workflows import policy, search
+from workflows.agent_task import AgentTaskWorkflow
+from workflows.types import (
+    ApprovalDecision,
+    ApprovalRequest,
+    AuditEvent,
+    TaskInput,
+    TaskStatus,
+    TaskStatusView,
+)
+
+INBOX_LIMIT = 200
+QUERY_TIMEOUT = timedelta(seconds=3)
+CONFIRM_SECONDS = 5.0  # how long a decision waits for the task to say it took it
+
+
+@dataclass
+class Pending:
+    task_id: str
+    agent: str
+    channel: str
+    surface: str
+    requester: str
+    request_text: str
+    approval: ApprovalRequest
+    spent_usd: float
+    may_approve: bool
+
+    @property
+    def expires_at(self) -> datetime | None:
+        try:
+            return datetime.fromisoformat(self.approval.expires_at_iso)
+        except ValueError:
+            return None
+
+
+async def status_view(client: Client, task_id: str) -> TaskStatusView | None:
+    """The task's answer to `status`, or None when no worker answers in time."""
+    handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
+    try:
+        return await handle.query(AgentTaskWorkflow.status, rpc_timeout=QUERY_TIMEOUT)
+    except Exception:  # query failures come in several types; all mean "no answer"
+        return None
+
+
+async def task_input(client: Client, task_id: str) -> TaskInput | None:
+    """What the task started with (its agent config included), from its first event."""
+    async for event in client.get_workflow_handle(task_id).fetch_history_events():
+        return story_from_history([event]).task
+    return None
+
+
+async def inbox(client: Client, user: str) -> tuple[list[Pending], int]:
+    """Pending requests `user` may decide, and how many others wait for someone else."""
+    query = histories.task_query(extra=f"{search.STATUS.name} = '{TaskStatus.WAITING_APPROVAL.value}'")
+    mine: list[Pending] = []
+    others = 0
+    polled: dict[str, bool] = {}  # a task on a queue no worker polls cannot answer its query
+    async for execution in client.list_workflows(query, limit=INBOX_LIMIT):
+        if execution.status != WorkflowExecutionStatus.RUNNING:
+            continue
+        queue = execution.task_queue
+        if queue not in polled:
+            polled[queue] = await worker_is_polling(client, queue)
+        if not polled[queue]:
+            continue
+        view = await status_view(client, execution.id)
+        if view is None or view.pending_approval is None:
+            continue
+        started = await task_input(client, execution.id)
+        if started is None:
+            continue
+        allowed = policy.may_approve(started.agent, user)
+        if not allowed:
+            others += 1
+            continue
+        context = started.context
+        mine.append(
+            Pending(
+                task_id=execution.id,
+                agent=started.agent.name,
+                channel=context.channel,
+                surface=context.surface,
+                requester=context.user,
+                request_text=started.request,
+                approval=view.pending_approval,
+                spent_usd=view.usage.cost_usd,
+                may_approve=allowed,
+            )
+        )
+    mine.sort(key=lambda item: item.approval.expires_at_iso)
+    return mine, others
+
+
+def decision_problem(view: TaskStatusView, request_id: str, action_id: str) -> str | None:
+    """Why a decision for (request_id, action_id) would not count now, or None."""
+    pending = view.pending_approval
+    if pending is None or pending.request_id != request_id:
+        return "was already decided or has expired"
+    if pending.action_id != action_id:
+        return "is for different arguments than the pending action"
+    try:
+        expired = datetime.fromisoformat(pending.expires_at_iso) <= datetime.now(UTC)
+    except ValueError:
+        expired = False
+    return "has expired" if expired else None
+
+
+@dataclass
+class Verdict:
+    counted: bool
+    status: int  # the HTTP status a plain form post answers with
+    message: str
+
+
+async def decide(
+    client: Client,
+    database_url: str | None,
+    task_id: str,
+    user: str,
+    request_id: str,
+    action_id: str,
+    approve: bool,
+) -> Verdict:
+    """Check a decision like the workflow will, signal it, and say whether it counted."""
+    handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
+    try:
+        description = await handle.describe()
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:
+            return Verdict(False, 404, f"There is no task {task_id}.")
+        raise
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        return Verdict(False, 409, "This request is for a task that has already finished.")
+    started = await task_input(client, task_id)
+    if started is None:
+        return Verdict(False, 409, "This task's start could not be read.")
+    if not policy.may_approve(started.agent, user):
+        await _audit_refusal(database_url, started, user, request_id, approve)
+        approvers = ", ".join(started.agent.spec.approvals.approvers) or "nobody"
+        return Verdict(
+            False,
+            403,
+            f"You ({user}) are not an approver of {started.agent.name}; its approvers: {approvers}.",
+        )
+    view = await status_view(client, task_id)
+    problem = decision_problem(view, request_id, action_id) if view is not None else None
+    if problem is not None:
+        return Verdict(False, 409, f"Not counted: this request {problem}.")
+    signal = AgentTaskWorkflow.approve if approve else AgentTaskWorkflow.deny
+    await handle.signal(signal, ApprovalDecision(request_id, action_id, approver=user, note="dashboard"))
+    word = "Approved" if approve else "Denied"
+    if view is None:
+        return Verdict(True, 202, f"{word} and sent; no worker answers now, the task decides when one runs.")
+    if await _taken(client, task_id, request_id):
+        return Verdict(True, 200, f"{word} by {user}: the task has it and goes on.")
+    return Verdict(True, 202, f"{word} and sent; the task has not confirmed it yet.")
+
+
+async def _taken(client: Client, task_id: str, request_id: str) -> bool:
+    deadline = time.monotonic() + CONFIRM_SECONDS
+    while time.monotonic() < deadline:
+        view = await status_view(client, task_id)
+        if view is not None and (
+            view.pending_approval is None or view.pending_approval.request_id != request_id
+        ):
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
+async def _audit_refusal(
+    database_url: str | None, started: TaskInput, user: str, request_id: str, approve: bool
+) -> None:
+    if not database_url:
+        return
+    agent: AgentConfig = started.agent
+    pool = await get_pool(database_url)
+    async with pool.connection() as conn:
+        await write_audit(
+            conn,
+            AuditEvent(
+                task_id=started.task_id,
+                step=0,
+                key=f"dashboard:{request_id}:{user}:{datetime.now(UTC).isoformat()}",
+                agent=agent.name,
+                workspace=agent.workspace,
+                channel=started.context.channel,
+                kind="approval_refused",
+                actor=user,
+                tool=None,
+                arguments={"request_id": request_id, "decision": "approve" if approve else "deny"},
+                outcome=f"{user} is not an approver of this agent (dashboard)",
+                approver=user,
+            ),
+        )

@@ -1,0 +1,61 @@
+"""The approvals inbox page and its Approve/Deny form (`surfaces.web.approval_inbox` does the
+checking and signalling). A plain form post answers with the inbox and the verdict; an htmx
+post with the verdict alone, in place of the request it decided.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse
+
+from surfaces.web.approval_inbox import Pending, Verdict, decide, inbox
+from surfaces.web.auth import Person, person, require_csrf
+from surfaces.web.common import render, temporal
+
+router = APIRouter()
+
+
+async def _inbox(request: Request, who: Person) -> tuple[list[Pending], int]:
+    if not who.can("approver"):
+        _, waiting = await inbox(temporal(request), "")
+        return [], waiting
+    return await inbox(temporal(request), who.user)
+
+
+@router.get("/approvals", response_class=HTMLResponse)
+async def approvals(request: Request, who: Person = Depends(person)) -> HTMLResponse:
+    pending, others = await _inbox(request, who)
+    return render(request, "approvals.html", who, pending=pending, others=others, verdict=None)
+
+
+@router.post("/approvals/{task_id}", response_class=HTMLResponse)
+async def decide_approval(request: Request, task_id: str, who: Person = Depends(person)) -> HTMLResponse:
+    form = await require_csrf(request, who)
+    decision = form.get("decision", "")
+    if not who.can("approver"):
+        verdict = Verdict(False, 403, f"Not counted: you are signed in as a {who.role}, who cannot approve.")
+    elif decision not in ("approve", "deny"):
+        verdict = Verdict(False, 400, "Not counted: the form must say approve or deny.")
+    else:
+        verdict = await decide(
+            temporal(request),
+            request.app.state.settings.database_url,
+            task_id,
+            who.user,
+            form.get("request_id", ""),
+            form.get("action_id", ""),
+            decision == "approve",
+        )
+    if request.headers.get("hx-request") == "true":
+        return render(request, "verdict.html", who, verdict=verdict, task_id=task_id)
+    pending, others = await _inbox(request, who)
+    return render(
+        request,
+        "approvals.html",
+        who,
+        status_code=verdict.status,
+        pending=pending,
+        others=others,
+        verdict=verdict,
+        task_id=task_id,
+    )

@@ -1,0 +1,159 @@
+"""Who is looking at the dashboard, and what they may do.
+
+Sign-in, embedded default: `openloop up` prints a dashboard URL carrying a one-time login
+token (`login_url`). The token is signed with the dashboard secret, says who the person is
+and their role, expires, and is accepted once per server process. Signing in sets a signed
+session cookie holding the same identity and a CSRF token; every form posts that token back
+(`require_csrf`), so another site cannot make a signed-in browser act.
+
+Roles, each including the ones before it:
+- viewer: sees every page;
+- approver: decides approvals, and only for agents whose config names them (the workflow
+  checks the same rule, `workflows.policy.may_approve`);
+- admin: also forgets memories.
+
+The secret comes from OPENLOOP_DASHBOARD_SECRET, else from `dashboard.secret` in the state
+dir (created on first use, readable by its owner only), so `openloop up` and the server
+share it. Nothing here logs or shows a token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from fastapi import HTTPException, Request
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+from config.settings import Settings
+
+ROLES = ("viewer", "approver", "admin")
+COOKIE = "openloop_dashboard"
+SESSION_SECONDS = 12 * 3600
+LOGIN_TOKEN_SECONDS = 24 * 3600  # `openloop up` may run long before someone opens the link
+SECRET_ENV = "OPENLOOP_DASHBOARD_SECRET"
+SECRET_FILE = "dashboard.secret"
+PREFIX = "/dashboard"
+
+
+@dataclass(frozen=True)
+class Person:
+    user: str  # the identity approvals name: a Slack user id, `cli:local`, an email
+    role: str
+    csrf: str
+
+    def can(self, role: str) -> bool:
+        return ROLES.index(self.role) >= ROLES.index(role)
+
+
+class NotSignedIn(Exception):
+    """Raised by `person` when the request carries no valid session."""
+
+
+def dashboard_secret(settings: Settings) -> str:
+    configured = os.environ.get(SECRET_ENV)
+    if configured:
+        return configured
+    path = Path(settings.state_dir) / SECRET_FILE
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process wrote it first
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as out:
+        out.write(value)
+    return value
+
+
+def _serializer(secret: str, purpose: str) -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(secret, salt=f"openloop.dashboard.{purpose}")
+
+
+def login_token(settings: Settings, user: str, role: str = "admin") -> str:
+    """A one-time token that signs `user` in with `role`."""
+    if role not in ROLES:
+        raise ValueError(f"role {role!r}: one of {', '.join(ROLES)}")
+    payload = {"user": user, "role": role, "nonce": secrets.token_urlsafe(12)}
+    return str(_serializer(dashboard_secret(settings), "login").dumps(payload))
+
+
+def login_url(settings: Settings, user: str, role: str = "admin") -> str:
+    base = f"http://{settings.http_address}{PREFIX}/login"
+    return f"{base}?token={quote(login_token(settings, user, role))}"
+
+
+class Sessions:
+    """Turns login tokens into session cookies and cookies back into people."""
+
+    def __init__(self, settings: Settings):
+        self._settings = settings
+        self._serializers: tuple[URLSafeTimedSerializer, URLSafeTimedSerializer] | None = None
+        self._used: dict[str, float] = {}  # nonce -> when it may be forgotten
+
+    def _pair(self) -> tuple[URLSafeTimedSerializer, URLSafeTimedSerializer]:
+        """Read (or create) the secret on first use, not when the app is built."""
+        if self._serializers is None:
+            secret = dashboard_secret(self._settings)
+            self._serializers = (_serializer(secret, "login"), _serializer(secret, "session"))
+        return self._serializers
+
+    def redeem(self, token: str) -> Person | None:
+        """The person a login token names, once; None for a bad, expired or used token."""
+        try:
+            payload = self._pair()[0].loads(token, max_age=LOGIN_TOKEN_SECONDS)
+        except BadSignature:
+            return None
+        now = time.time()
+        self._used = {nonce: until for nonce, until in self._used.items() if until > now}
+        nonce = str(payload.get("nonce", ""))
+        if not nonce or nonce in self._used or payload.get("role") not in ROLES:
+            return None
+        self._used[nonce] = now + LOGIN_TOKEN_SECONDS
+        return Person(str(payload["user"]), str(payload["role"]), secrets.token_urlsafe(24))
+
+    def cookie(self, person: Person) -> str:
+        return str(self._pair()[1].dumps({"user": person.user, "role": person.role, "csrf": person.csrf}))
+
+    def read(self, cookie: str | None) -> Person | None:
+        if not cookie:
+            return None
+        try:
+            data = self._pair()[1].loads(cookie, max_age=SESSION_SECONDS)
+        except BadSignature:
+            return None
+        if not isinstance(data, dict) or data.get("role") not in ROLES:
+            return None
+        return Person(str(data["user"]), str(data["role"]), str(data["csrf"]))
+
+
+def person(request: Request) -> Person:
+    """The signed-in person (a FastAPI dependency); pages send others to sign in."""
+    sessions: Sessions = request.app.state.dashboard_sessions
+    found = sessions.read(request.cookies.get(COOKIE))
+    if found is None:
+        raise NotSignedIn()
+    return found
+
+
+def require(found: Person, role: str) -> None:
+    if not found.can(role):
+        raise HTTPException(403, f"this needs the {role} role; you are signed in as {found.role}")
+
+
+async def require_csrf(request: Request, found: Person) -> dict[str, str]:
+    """The posted form, once its CSRF token matches the session's; 403 otherwise."""
+    form = await request.form()
+    sent = str(form.get("csrf") or request.headers.get("x-csrf-token") or "")
+    if not sent or not hmac.compare_digest(sent, found.csrf):
+        raise HTTPException(403, "the form's CSRF token does not match your session; reload the page")
+    return {key: str(value) for key, value in form.items()}
