@@ -11,8 +11,10 @@ Single sign-on (OIDC) is not implemented yet: sign-in is the embedded one-time l
 from __future__ import annotations
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from surfaces.web import agents, approvals, memory, spend, tasks
 from surfaces.web.auth import COOKIE, PREFIX, SESSION_SECONDS, NotSignedIn, Sessions
@@ -33,6 +35,7 @@ def register(app: FastAPI) -> None:
         router.include_router(pages.router)
     app.include_router(router, include_in_schema=False)
     app.add_exception_handler(NotSignedIn, _sign_in_first)
+    app.add_exception_handler(StarletteHTTPException, _error_page)
 
 
 async def home(request: Request) -> Response:
@@ -83,3 +86,13 @@ async def _sign_in_first(request: Request, exc: Exception) -> Response:
         status_code=401,
         message="Sign in with the dashboard link `openloop up` printed.",
     )
+
+
+async def _error_page(request: Request, exc: Exception) -> Response:
+    """Dashboard errors as a page (with what to do); every other surface keeps FastAPI's JSON."""
+    assert isinstance(exc, StarletteHTTPException)
+    if not request.url.path.startswith(PREFIX) or request.url.path.endswith("/events"):
+        return await http_exception_handler(request, exc)
+    sessions: Sessions = request.app.state.dashboard_sessions
+    who = sessions.read(request.cookies.get(COOKIE))
+    return render(request, "message.html", who, status_code=exc.status_code, message=str(exc.detail))

@@ -204,7 +204,8 @@ async def test_tasks_list_filters_pages_and_shows_a_task(
     events = await web.get(f"{D}/tasks/{tasks.answered.id}/events")
     assert events.headers["content-type"].startswith("text/event-stream")
     assert "event: update" in events.text and "Tuesdays." in events.text and "event: done" in events.text
-    assert (await web.get(f"{D}/tasks/task-nope-{tasks.suffix}")).status_code == 404
+    missing = await web.get(f"{D}/tasks/task-nope-{tasks.suffix}")
+    assert missing.status_code == 404 and "<html" in missing.text and "no task task-nope-" in missing.text
 
 
 async def _decide(
