@@ -14,6 +14,8 @@ from temporalio.worker import Worker
 from activities.llm.model_activities import call_model
 from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
 from activities.store import store_activities
+from activities.store.skill_activities import load_skill
+from activities.store.team_activities import teammate_input
 from activities.surface_activities import (
     post_approval_request,
     post_reply,
@@ -42,6 +44,8 @@ ACTIVITIES: Sequence[Callable[..., Any]] = (
     run_tool,
     call_mcp_tool,
     list_mcp_tools,
+    load_skill,
+    teammate_input,
     store_activities.recall,
     store_activities.purge_expired_memories,
     store_activities.record_audit,

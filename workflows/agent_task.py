@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import policy, prompts, search
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.outcomes import next_action, status_line
+    from workflows.skill_tools import SKILL_TOOLS
     from workflows.tool_catalog import ToolSet
     from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
     from workflows.types import (
@@ -92,6 +93,8 @@ class AgentTaskWorkflow:
             list(carried.progress_signatures),
             list(carried.folded_tools),
         )
+        if inp.skills:
+            self.tools.tools.add(list(SKILL_TOOLS))
         self.waits = HumanWaits(inp, self.record, self.meter, self.conversation, self.cancellation)
         self.model = ModelCaller(inp, self.record, self.meter, self.conversation, self.tools, self.waits)
 
@@ -178,11 +181,13 @@ class AgentTaskWorkflow:
     async def _begin(self) -> None:
         """Tell the surface the task started, recall memory, stage the first prompt."""
         # Local: a quick "working" signal on the surface should not cost a server round trip.
-        await workflow.execute_local_activity(
-            ActivityName.TASK_STARTED,
-            PostReplyInput(self.inp.task_id, self.inp.context, "", TaskStatus.RUNNING, 0),
-            **LOCAL_OPTIONS,
-        )
+        # A subagent answers its parent, not the surface.
+        if self.inp.parent is None:
+            await workflow.execute_local_activity(
+                ActivityName.TASK_STARTED,
+                PostReplyInput(self.inp.task_id, self.inp.context, "", TaskStatus.RUNNING, 0),
+                **LOCAL_OPTIONS,
+            )
         scope = self.tools.memory
         memories = await workflow.execute_local_activity(
             ActivityName.RECALL,
@@ -192,7 +197,7 @@ class AgentTaskWorkflow:
         )
         self.record.record("recall", f"recalled {len(memories.items)} memories")
         self.notices = await self.tools.list_mcp_tools()
-        first = [ChatMessage("system", prompts.system_prompt(self.agent, self.inp.context))]
+        first = [ChatMessage("system", prompts.system_prompt(self.agent, self.inp.context, self.inp.skills))]
         if memories.items:
             first.append(ChatMessage("user", prompts.recalled_memories(memories.items, scope.scope)))
         first.append(ChatMessage("user", self.inp.request))
@@ -224,8 +229,7 @@ class AgentTaskWorkflow:
             if self.tools.fold(result.tool_calls):
                 invalid_in_a_row = 0
                 continue
-            for position, call in enumerate(result.tool_calls):
-                outcome = await self.tools.handle(call, position)
+            for outcome in await self.tools.handle_all(result.tool_calls):
                 invalid_in_a_row = invalid_in_a_row + 1 if outcome == "invalid" else 0
                 if invalid_in_a_row >= policy.MAX_INVALID_TOOL_CALLS_IN_A_ROW:
                     raise TaskStop(
