@@ -1,5 +1,5 @@
 """The agent-runtime benches: `python -m bench all`, or one of orchestration, history,
-tokens, throughput, parked; `python -m bench report` redraws the tables from the last JSON
+tokens, throughput, parked, mcp; `python -m bench report` redraws the tables from the last JSON
 results.
 
 Sizes: the default run takes about 18 minutes on 2 cores (1,000 tasks at once in the
@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench import history, orchestration, parked, throughput, tokens
+from bench import history, mcp, orchestration, parked, throughput, tokens
 from bench.common import RESULTS_DIR, embedded_stack, log, serve_worker, write_result
 
 BENCHES: dict[str, ModuleType] = {
@@ -31,6 +31,7 @@ BENCHES: dict[str, ModuleType] = {
     "tokens": tokens,
     "throughput": throughput,
     "parked": parked,
+    "mcp": mcp,
 }
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
 BEGIN, END = "<!-- generated: begin -->", "<!-- generated: end -->"
@@ -293,12 +294,59 @@ def _tokens(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
     return rows, f"Tool outputs average {s['none']['tool_output_chars_mean']} characters.\n\n{detail}"
 
 
+def _mcp(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
+    calls, ratio, t, lists = r["call_ms"], r["mcp_activity_over_native"], r["targets"], r["listing_ms"]
+    counts, listing = r["listing_ratio_p50"]["servers"], r["listing_ratio_p50"]
+    high, low = counts.split(" / ")
+    fixes = r["fixes_over_native_p50"]
+    rows = [
+        [
+            "MCP read step / native remote tool (github.get_issue)",
+            f"{calls['mcp_activity']['p50']:.1f} / {calls['native']['p50']:.1f} ms: {ratio['p50']}x p50 "
+            f"({ratio['p95']}x p95; {fixes['mcp_activity_shared_tls']}x with one TLS context)",
+            "<= 1.2x",
+            verdict(t["mcp_read_step_p50_within_1.2x_native"]),
+        ],
+        [
+            f"MCP listing at task start, {counts} servers (p50)",
+            f"{lists['as_is'][high]['p50']:.1f} / {lists['as_is'][low]['p50']:.1f} ms: {listing['as_is']}x "
+            f"({listing['shared_tls']}x with one TLS context)",
+            "<= 2x",
+            verdict(t["listing_most_servers_p50_within_2x_one"]),
+        ],
+    ]
+    steps = table(
+        ["one read step, in-process", "p50 / p95 (ms)", "/ native p50", "samples"],
+        [[k, _ms(v), f"{v['p50'] / calls['native']['p50']:.2f}x", v["n"]] for k, v in calls.items()],
+    )
+    parts = table(
+        ["part of the MCP read step (fresh connection)", "p50 / p95 (ms)"],
+        [[k, _ms(v)] for k, v in r["mcp_parts_ms"].items()],
+    )
+    cpu = r["listing_cpu_ms_per_listing"]
+    listing_table = table(
+        ["servers listed at once", "HTTP clients", "p50 / p95 (ms)", "CPU ms: worker / the servers"],
+        [
+            [n, how, _ms(v), f"{cpu[how][n]['worker']} / {cpu[how][n]['servers']}"]
+            for how, by_count in lists.items()
+            for n, v in by_count.items()
+        ],
+    )
+    requests = ", ".join(r["http_requests_per_gateway_call"])
+    chars = r["output_chars"]
+    return rows, (
+        f"{steps}\n\n{parts}\n\nHTTP requests per call: {requests}. Outputs: native {chars['native']} "
+        f"characters, MCP {chars['mcp']}.\n\n{listing_table}"
+    )
+
+
 RENDER = {
     "orchestration": _orchestration,
     "throughput": _throughput,
     "parked": _parked,
     "history": _history,
     "tokens": _tokens,
+    "mcp": _mcp,
 }
 TITLES = {
     "orchestration": "1. Orchestration overhead per step",
@@ -306,6 +354,7 @@ TITLES = {
     "parked": "3. Parked approvals",
     "history": "4. History cost",
     "tokens": "5. Token efficiency",
+    "mcp": "7. MCP tools",
 }
 
 
@@ -313,7 +362,7 @@ def render(out: Path) -> str:
     results = {n: json.loads((out / f"{n}.json").read_text()) for n in RENDER if (out / f"{n}.json").exists()}
     summary: list[list[Any]] = []
     sections = []
-    for name in ("orchestration", "throughput", "parked", "history", "tokens"):
+    for name in ("orchestration", "throughput", "parked", "history", "tokens", "mcp"):
         if name not in results:
             continue
         r = results[name]
