@@ -166,7 +166,7 @@ class _Reader:
         if out is None:
             return []
         # Tool calls folded into this call ran in it, before the model was asked.
-        folded = inp.run_first.calls if inp is not None and inp.run_first else []
+        folded = inp.folded_calls if inp is not None else []
         entries = [
             _tool_entry(at, call.tool, outcome, call.step)
             for call, outcome in zip(folded, out.tool_results, strict=False)

@@ -9,15 +9,17 @@ are sorted for Temporal: a server that cannot be reached is retried, a protocol 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpcore2
 import httpx2
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from temporalio.exceptions import ApplicationError
 
@@ -79,8 +81,16 @@ async def _target(server: McpServer, stack: contextlib.AsyncExitStack) -> Any:
         return StdioServerParameters(command=command[0], args=command[1:], env=env)
     headers = {header: _env(server, variable) for header, variable in server.headers_from_env.items()}
     timeout = httpx2.Timeout(CONNECT_SECONDS, read=server.timeout_seconds)
-    http = await stack.enter_async_context(create_mcp_http_client(headers=headers, timeout=timeout))
+    # As the SDK's own client (create_mcp_http_client), but with one TLS context per worker:
+    # building one loads the certificate bundle, ~24 ms of CPU on every connection otherwise.
+    client = httpx2.AsyncClient(headers=headers, timeout=timeout, verify=_tls_context())
+    http = await stack.enter_async_context(client)
     return streamable_http_client(server.url or "", http_client=http)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    return httpcore2.default_ssl_context()
 
 
 def _env(server: McpServer, name: str) -> str:

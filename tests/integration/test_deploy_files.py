@@ -159,7 +159,7 @@ def test_workers_drain_scale_and_report_readiness() -> None:
 
 
 def test_surfaces_probes_hit_real_routes_and_the_service_reaches_the_pods() -> None:
-    routes = {route.path for route in create_app(Settings(), None).routes}  # type: ignore[attr-defined]
+    routes = {getattr(route, "path", None) for route in create_app(Settings(), None).routes}
     deployment = _of_kind("Deployment", "surfaces")[0]
     template = deployment["spec"]["template"]
     container = template["spec"]["containers"][0]

@@ -105,7 +105,8 @@ def test_tool_names_are_checked_against_the_catalog_it_is_given(tmp_path: Path) 
         load_agent_documents(path, tools=TOOLS)
     (read_back,) = load_agent_documents(path, tools=None)  # a stored agent is not re-checked
     assert read_back.spec.tool("memory.serch") is not None
-    assert TOOLS == {name: tool.spec.permission for name, tool in NATIVE_TOOLS.items()}
+    native = {name: tool.spec.permission for name, tool in NATIVE_TOOLS.items()}
+    assert TOOLS == native | {"agent.delegate": "agents:delegate", "agent.ask_teammate": "agents:ask"}
 
 
 def test_unknown_key_names_line_field_and_allowed_keys(tmp_path: Path) -> None:

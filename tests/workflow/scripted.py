@@ -59,6 +59,9 @@ def use(
     )
 
 
+STORED_CONSTANTS: dict[str, TaskConstants] = {}
+
+
 @dataclass
 class Script:
     """A sequence of model answers; when it runs out, `default` answers every further call."""
@@ -67,7 +70,9 @@ class Script:
     default: Callable[[ModelCallInput], ModelCallResult] | None = None
     model_inputs: list[ModelCallInput] = field(default_factory=list)  # as the activity resolves them
     sent_model_inputs: list[ModelCallInput] = field(default_factory=list)  # as history holds them
-    constants: dict[str, TaskConstants] = field(default_factory=dict)  # the task_constants rows
+    # The task_constants rows: shared by every script, as the table is by every worker, so a
+    # task handed to a fresh worker (with a script of its own) still finds its row.
+    constants: dict[str, TaskConstants] = field(default_factory=lambda: STORED_CONSTANTS)
     tool_calls: list[ToolCallInput] = field(default_factory=list)
     replies: list[PostReplyInput] = field(default_factory=list)
     approval_requests: list[PostApprovalRequestInput] = field(default_factory=list)
