@@ -14,7 +14,8 @@ import asyncio
 import os
 import sys
 import uuid
-from typing import TypeVar
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import typer
 from rich.markup import escape
@@ -23,7 +24,7 @@ from temporalio.service import RPCError
 from temporalio.types import MethodSyncOrAsyncSingleParam
 
 from activities.store.agents import get_agent
-from activities.store.db import get_pool
+from activities.store.db import close_pools, get_pool
 from config.settings import Settings
 from surfaces.cli.follow import Followed, follow_task
 from surfaces.cli.terminal import commands, make_console
@@ -42,6 +43,7 @@ from workflows.types import (
 console = make_console()
 EXIT_STILL_RUNNING = 3
 SignalArg = TypeVar("SignalArg")
+T = TypeVar("T")
 
 
 def default_user() -> str:
@@ -66,7 +68,7 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Start a task and follow it: steps, approval prompts, the final reply."""
-        followed = asyncio.run(_ask(agent, text, channel, kind, user, follow, timeout))
+        followed = asyncio.run(_closing_pools(_ask(agent, text, channel, kind, user, follow, timeout)))
         if followed is None:
             return
         if followed.left == "timeout":
@@ -135,6 +137,15 @@ async def _client(settings: Settings) -> Client:
     except RuntimeError as exc:
         console.print(f"[red]{escape(commands(str(exc)))}[/]")
         raise typer.Exit(2) from None
+
+
+async def _closing_pools(work: Coroutine[Any, Any, T]) -> T:
+    """Run `work`, then close the database pools it opened while the loop still runs: a pool
+    left to the interpreter's exit can crash it (its connections close from a dead loop)."""
+    try:
+        return await work
+    finally:
+        await close_pools()
 
 
 async def _ask(
