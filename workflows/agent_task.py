@@ -14,6 +14,7 @@ the waits on people. Workflow code: deterministic, no I/O, no clocks but workflo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -196,7 +197,7 @@ class AgentTaskWorkflow:
             **LOCAL_OPTIONS,
         )
         self.record.record("recall", f"recalled {len(memories.items)} memories")
-        self.notices = await self.tools.list_mcp_tools()
+        self.notices = await self.tools.dispatch.list_mcp_tools()
         first = [ChatMessage("system", prompts.system_prompt(self.agent, self.inp.context, self.inp.skills))]
         if memories.items:
             first.append(ChatMessage("user", prompts.recalled_memories(memories.items, scope.scope)))
@@ -306,17 +307,6 @@ class AgentTaskWorkflow:
             runs=self.runs + 1,
             folded_tools=self.tools.folded,
         )
-        workflow.continue_as_new(
-            TaskInput(
-                task_id=self.inp.task_id,
-                agent=self.inp.agent,
-                agent_version=self.inp.agent_version,
-                context=self.inp.context,
-                request=self.inp.request,
-                task_kind=self.inp.task_kind,
-                carried=carried,
-                max_steps_per_run=self.inp.max_steps_per_run,
-                follow_up_seconds=self.inp.follow_up_seconds,
-                tools=self.tools.tools.specs,  # with the MCP tools listed at the start
-            )
-        )
+        # Everything else (skills, the parent of a subagent, limits) goes on as it was.
+        tools = self.tools.tools.specs  # with the MCP tools listed at the start
+        workflow.continue_as_new(dataclasses.replace(self.inp, carried=carried, tools=tools))

@@ -12,20 +12,16 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import policy
     from workflows.activity_options import (
         LOCAL_TOOL_OPTIONS,
-        MCP_CALL_OPTIONS,
-        MCP_LIST_OPTIONS,
         TOOL_OPTIONS,
     )
     from workflows.delegate_tool import DELEGATE
-    from workflows.mcp_types import McpCallInput, McpListInput, McpListResult
-    from workflows.skill_tools import SkillLoadInput
-    from workflows.tool_catalog import ToolSet, ToolSpec, catalog_tool_name, model_tool_name
+    from workflows.tool_catalog import ToolSet, catalog_tool_name, model_tool_name
     from workflows.types import (
         ActivityName,
         ApprovalRecord,
@@ -43,6 +39,7 @@ from workflows.conversation import Conversation
 from workflows.delegation import MAX_PARALLEL, Delegation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
 from workflows.usage_meter import UsageMeter
+from workflows.workflow_tools import WorkflowTools
 
 # workflow.patched ids: tasks started before each change replay without it.
 AUDIT_INVALID_TOOL_CALLS = "audit-invalid-tool-calls"
@@ -75,7 +72,7 @@ class ToolRunner:
         self.signatures = signatures  # of each call's tool, arguments and result
         self.folded = folded  # calls waiting to run inside the next model call
         self.memory = policy.memory_scope(inp.agent, inp.context)
-        self.delegation = Delegation(inp, record, meter)
+        self.dispatch = WorkflowTools(inp, tools, record, Delegation(inp, record, meter))
 
     @property
     def names(self) -> list[str]:
@@ -178,12 +175,8 @@ class ToolRunner:
         spec = self.tools.get(name)
         result: ToolCallResult
         try:
-            if spec is not None and spec.mcp_server is not None:
-                result = await self._call_mcp(spec, tool_input)
-            elif spec is not None and spec.source == "skill":
-                result = await self._read_skill(tool_input)
-            elif spec is not None and spec.source in ("delegate", "teammate"):
-                result = await self._delegate(spec.source, key, arguments, share)
+            if spec is not None and spec.source != "native":
+                result = await self.dispatch.run(spec, tool_input, key, share)
             elif spec is not None and spec.local:
                 result = await workflow.execute_local_activity(
                     ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
@@ -197,81 +190,6 @@ class ToolRunner:
         self._tell_model(call, result.output, result.output_ref)
         self._ran(name, arguments, result)
         return "ok" if result.ok else "failed"
-
-    async def list_mcp_tools(self) -> list[str]:
-        """Add the allowed tools of the agent's MCP servers to this task's specs, once, at its
-        start; returns what people should hear about servers that could not be listed."""
-        servers = list(self.agent.spec.mcp_servers)
-        if not servers:
-            return []
-        listed: McpListResult = await workflow.execute_activity(
-            ActivityName.MCP_LIST_TOOLS,
-            McpListInput(self.inp.task_id, servers),
-            result_type=McpListResult,
-            **MCP_LIST_OPTIONS,
-        )
-        self.tools.add(listed.specs)
-        notices = []
-        for status in listed.servers:
-            if status.ok:
-                self.record.record("tool", f"MCP server {status.name}: {status.tools} tool(s) allowed")
-                continue
-            server = self.agent.spec.mcp_server(status.name)
-            if server is not None and server.required:
-                raise TaskStop(
-                    TaskStatus.ERROR,
-                    f"the required MCP server {status.name} is unavailable: {status.problem}",
-                )
-            notice = (
-                f"The MCP server {status.name} was unavailable when this task started "
-                f"({status.problem}), so its tools were not used."
-            )
-            self.record.decide(notice)
-            notices.append(notice)
-        return notices
-
-    async def _delegate(
-        self, kind: str, key: str, arguments: dict[str, object], share: int
-    ) -> ToolCallResult:
-        if not self.delegation.allowed():
-            return ToolCallResult(
-                ok=False, output="Error (permission): a subagent cannot delegate", error_kind="permission"
-            )
-        try:
-            if kind == "teammate":
-                return await self.delegation.ask_teammate(key, arguments)
-            return await self.delegation.run(key, arguments, share)
-        except ChildWorkflowError as err:
-            return ToolCallResult(
-                ok=False, output=f"Error: the subagent failed: {failure_reason(err)}", error_kind="failed"
-            )
-
-    async def _read_skill(self, tool_input: ToolCallInput) -> ToolCallResult:
-        name = str(tool_input.arguments.get("name", ""))
-        skill = next((ref for ref in self.inp.skills if ref.name == name), None)
-        if skill is None:
-            known = ", ".join(ref.name for ref in self.inp.skills)
-            problem = f"Error (not_found): no skill {name!r}; skills: {known}"
-            return ToolCallResult(ok=False, output=problem, error_kind="not_found")
-        path = tool_input.arguments.get("path")
-        read = SkillLoadInput(tool_input, skill, str(path) if path is not None else None)
-        result: ToolCallResult = await workflow.execute_local_activity(
-            ActivityName.SKILL_LOAD, read, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
-        )
-        return result
-
-    async def _call_mcp(self, spec: ToolSpec, tool_input: ToolCallInput) -> ToolCallResult:
-        server = self.agent.spec.mcp_server(spec.mcp_server or "")
-        if server is None:  # the spec came from a server the agent no longer names
-            return ToolCallResult(
-                ok=False, output=f"Error: {spec.name} is not available", error_kind="failed"
-            )
-        remote_name = spec.name.removeprefix(f"{server.name}.")
-        call = McpCallInput(tool_input, server, remote_name, spec.sha256)
-        result: ToolCallResult = await workflow.execute_activity(
-            ActivityName.MCP_CALL_TOOL, call, result_type=ToolCallResult, **MCP_CALL_OPTIONS
-        )
-        return result
 
     def _tell_model(self, call: ToolCall, content: str, ref: str | None = None) -> None:
         self.conversation.add_tool_result(

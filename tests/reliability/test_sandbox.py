@@ -28,12 +28,14 @@ import workflows.agent_budget
 import workflows.agent_task
 import workflows.approvals
 import workflows.conversation
+import workflows.delegation
 import workflows.human_waits
 import workflows.model_caller
 import workflows.retention
 import workflows.task_record
 import workflows.tool_runner
 import workflows.usage_meter
+import workflows.workflow_tools
 from workers.sandbox import workflow_runner
 
 
@@ -158,6 +160,8 @@ async def test_the_project_workflow_modules_run_inside_the_sandbox(
         workflows.usage_meter,
         workflows.conversation,
         workflows.tool_runner,
+        workflows.workflow_tools,
+        workflows.delegation,
         workflows.model_caller,
         workflows.human_waits,
         workflows.approvals,

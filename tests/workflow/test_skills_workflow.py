@@ -46,6 +46,7 @@ async def test_skills_are_listed_then_loaded_from_the_pinned_version(
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="summarise this thread",
         skills=SKILLS,
+        max_steps_per_run=1,  # a new run before every step: the pinned skills go on
     )
     async with worker(ts_env, script, task_queue):
         result = await (await start(ts_env, inp, task_queue)).result()
