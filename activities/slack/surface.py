@@ -11,6 +11,9 @@ deleted, replies and approval requests go to the channel as new top-level messag
 again by their metadata on a retry); a deleted progress or approval message is posted again
 instead of edited. An approval message that already shows a decision (after `temporal
 workflow reset` re-runs a step) is never reused for a pending request.
+
+The Slack calls they are built from (where to post, posting, reactions, the progress
+message) are in `activities.slack.posting`.
 """
 
 from __future__ import annotations
@@ -20,168 +23,63 @@ import logging
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from activities.runtime import Runtime
 from activities.slack import blocks
-from activities.slack.client import (
-    SlackNotConfigured,
-    activity_error,
-    bot_client,
-    error_code,
-    find_posted,
-    is_retryable,
-    metadata,
-    not_configured_error,
-    recent_channel_messages,
-    thread_messages,
+from activities.slack.client import activity_error, error_code, find_posted, is_retryable, metadata
+from activities.slack.posting import (
+    APPROVAL_EVENT,
+    DONE,
+    FAILED,
+    GONE_ERRORS,
+    PAUSED,
+    PROGRESS_EVENT,
+    REPLY_EVENT,
+    THREAD_GONE_NOTE,
+    WORKING,
+    client_for,
+    post,
+    react,
+    thread_of,
+    update_progress,
+    where,
 )
 from workflows.types import (
     PostApprovalRequestInput,
     PostApprovalRequestResult,
     PostReplyInput,
     ResolveApprovalRequestInput,
-    SurfaceContext,
     TaskStatus,
 )
 
+__all__ = [
+    "APPROVAL_EVENT",
+    "DONE",
+    "FAILED",
+    "GONE_ERRORS",
+    "PAUSED",
+    "PROGRESS_EVENT",
+    "REPLY_EVENT",
+    "THREAD_GONE_NOTE",
+    "WORKING",
+    "pending_approval",
+    "post_approval_request",
+    "post_reply",
+    "resolve_approval_request",
+    "task_started",
+]
+
 log = logging.getLogger(__name__)
-
-WORKING = "hourglass_flowing_sand"
-PAUSED = "double_vertical_bar"
-DONE = "white_check_mark"
-FAILED = "x"
-
-PROGRESS_EVENT = "openloop_progress"
-REPLY_EVENT = "openloop_reply"
-APPROVAL_EVENT = "openloop_approval"
-
-# Errors that mean "already in the state we wanted": not failures.
-_HARMLESS_REACTION_ERRORS = {"already_reacted", "no_reaction", "message_not_found"}
-# Errors that mean the thread (its parent message) or the message to edit is gone.
-GONE_ERRORS = frozenset({"thread_not_found", "message_not_found"})
-THREAD_GONE_NOTE = "_(The thread this task answered in was deleted, so it answers here.)_"
-
-
-def _client(rt: Runtime) -> AsyncWebClient:
-    try:
-        return bot_client(rt.settings)
-    except SlackNotConfigured as exc:
-        raise not_configured_error(exc) from None
-
-
-def _thread(context: SurfaceContext) -> str | None:
-    return context.thread
-
-
-def _request_ts(context: SurfaceContext) -> str | None:
-    """The message that asked: reactions go there (the mention, else the thread root)."""
-    return context.reply_target or context.thread
-
-
-def _gone(exc: SlackApiError) -> bool:
-    return error_code(exc) in GONE_ERRORS
-
-
-async def _messages(client: AsyncWebClient, context: SurfaceContext) -> list[dict[str, Any]]:
-    thread = _thread(context)
-    if thread is None:
-        return []
-    return await thread_messages(client, context.channel, thread)
-
-
-async def _where(client: AsyncWebClient, context: SurfaceContext) -> tuple[str | None, list[dict[str, Any]]]:
-    """Where to post (the thread, or None for the channel when the thread is gone or there is
-    none) and the messages there to look for our own earlier posts in."""
-    thread = _thread(context)
-    if thread is not None:
-        try:
-            return thread, await thread_messages(client, context.channel, thread)
-        except SlackApiError as exc:
-            if not _gone(exc):
-                raise
-            log.warning("thread %s in %s is gone; posting to the channel", thread, context.channel)
-    return None, await recent_channel_messages(client, context.channel)
-
-
-async def _post(
-    client: AsyncWebClient, channel: str, thread: str | None, **message: Any
-) -> tuple[AsyncSlackResponse, str | None]:
-    """Post in `thread`; when the thread is gone, as a top-level message. Returns the
-    response and where it went."""
-    if thread is not None:
-        try:
-            return await client.chat_postMessage(channel=channel, thread_ts=thread, **message), thread
-        except SlackApiError as exc:
-            if not _gone(exc):
-                raise
-            log.warning("thread %s in %s is gone; posting to the channel", thread, channel)
-    return await client.chat_postMessage(channel=channel, **message), None
-
-
-async def _react(
-    client: AsyncWebClient, context: SurfaceContext, add: str | None, remove: tuple[str, ...] = ()
-) -> None:
-    """Swap reactions on the request. Cosmetic: only transient errors are worth a retry."""
-    target = _request_ts(context)
-    if target is None:
-        return
-    changes = [(False, name) for name in remove] + ([(True, add)] if add is not None else [])
-    for adding, name in changes:
-        call = client.reactions_add if adding else client.reactions_remove
-        try:
-            await call(channel=context.channel, timestamp=target, name=name)
-        except SlackApiError as exc:
-            if is_retryable(exc):
-                raise activity_error(exc, "reaction") from None
-            if error_code(exc) not in _HARMLESS_REACTION_ERRORS:
-                log.warning("slack reaction %s failed: %s", name, error_code(exc))
-
-
-async def _update_progress(
-    client: AsyncWebClient,
-    context: SurfaceContext,
-    thread: str | None,
-    messages: list[dict[str, Any]],
-    task_id: str,
-    status: TaskStatus,
-    note: str = "",
-) -> None:
-    """Edit the progress message in `thread`; while the task goes on, post it again if it
-    was deleted. A finished task's answer says enough, and so does one in the channel (its
-    thread is gone)."""
-    progress = find_posted(messages, PROGRESS_EVENT, task_id=task_id)
-    text = blocks.progress_text(task_id, status, note)
-    if progress is not None:
-        if progress.get("text") == text:
-            return
-        try:
-            await client.chat_update(
-                channel=context.channel,
-                ts=progress["ts"],
-                text=text,
-                metadata=metadata(PROGRESS_EVENT, task_id=task_id),
-            )
-            return
-        except SlackApiError as exc:
-            if not _gone(exc):
-                raise
-    if thread is None or status.finished:
-        return
-    await _post(
-        client, context.channel, thread, text=text, metadata=metadata(PROGRESS_EVENT, task_id=task_id)
-    )
 
 
 async def task_started(inp: PostReplyInput, rt: Runtime) -> None:
-    client = _client(rt)
+    client = client_for(rt)
     context = inp.context
     try:
-        await _react(client, context, add=WORKING)
-        thread, messages = await _where(client, context)
+        await react(client, context, add=WORKING)
+        thread, messages = await where(client, context)
         if thread is not None and find_posted(messages, PROGRESS_EVENT, task_id=inp.task_id) is None:
-            await _post(
+            await post(
                 client,
                 context.channel,
                 thread,
@@ -200,31 +98,31 @@ def _reply_key(inp: PostReplyInput) -> str:
 async def post_reply(inp: PostReplyInput, rt: Runtime) -> None:
     """Reply in the thread (split, as mrkdwn), then edit the progress message and reactions.
     A deleted thread does not lose the answer: it goes to the channel, top level."""
-    client = _client(rt)
+    client = client_for(rt)
     context = inp.context
     key = _reply_key(inp)
     try:
-        thread, messages = await _where(client, context)
+        thread, messages = await where(client, context)
         text = blocks.markdown_to_mrkdwn(inp.text)
-        if thread is None and _thread(context) is not None and text.strip():
+        if thread is None and thread_of(context) is not None and text.strip():
             text = f"{THREAD_GONE_NOTE}\n{text}"
         parts = blocks.split_message(text) if text.strip() else []
         for index, part in enumerate(parts):
             if find_posted(messages, REPLY_EVENT, task_id=inp.task_id, key=key, part=index):
                 continue  # posted by an earlier attempt
-            _, thread = await _post(
+            _, thread = await post(
                 client,
                 context.channel,
                 thread,
                 text=part,
                 metadata=metadata(REPLY_EVENT, task_id=inp.task_id, key=key, part=index),
             )
-        await _update_progress(client, context, thread, messages, inp.task_id, inp.status)
+        await update_progress(client, context, thread, messages, inp.task_id, inp.status)
         if inp.status == TaskStatus.BUDGET_EXHAUSTED:
-            await _react(client, context, add=PAUSED, remove=(WORKING,))
+            await react(client, context, add=PAUSED, remove=(WORKING,))
         elif inp.status.finished:
             done = DONE if inp.status == TaskStatus.SUCCESS else FAILED
-            await _react(client, context, add=done, remove=(WORKING, PAUSED))
+            await react(client, context, add=done, remove=(WORKING, PAUSED))
     except SlackApiError as exc:
         raise activity_error(exc, "posting the reply") from None
 
@@ -258,16 +156,16 @@ def pending_approval(messages: list[dict[str, Any]], request_id: str) -> dict[st
 
 async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> PostApprovalRequestResult:
     """Block Kit: what will run, the exact arguments, model and cost, approvers, buttons."""
-    client = _client(rt)
+    client = client_for(rt)
     context = inp.context
     request = inp.request
     try:
-        thread, messages = await _where(client, context)
+        thread, messages = await where(client, context)
         earlier = pending_approval(messages, request.request_id)
         if earlier is not None:
             return PostApprovalRequestResult(_message_ref(context.channel, earlier["ts"]))
         text, body = blocks.approval_request_message(inp.task_id, inp.agent_name, request)
-        posted, thread = await _post(
+        posted, thread = await post(
             client,
             context.channel,
             thread,
@@ -277,7 +175,7 @@ async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> P
                 APPROVAL_EVENT, task_id=inp.task_id, request_id=request.request_id, agent=inp.agent_name
             ),
         )
-        await _update_progress(
+        await update_progress(
             client,
             context,
             thread,
@@ -293,11 +191,11 @@ async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> P
 
 async def resolve_approval_request(inp: ResolveApprovalRequestInput, rt: Runtime) -> None:
     """Show who decided and when; the buttons go away. Re-running it changes nothing more."""
-    client = _client(rt)
+    client = client_for(rt)
     context = inp.context
     request = inp.request
     try:
-        thread, messages = await _where(client, context)
+        thread, messages = await where(client, context)
         ref = _parse_ref(inp.message_ref)
         if ref is None:
             found = pending_approval(messages, request.request_id) or find_posted(
@@ -323,7 +221,7 @@ async def resolve_approval_request(inp: ResolveApprovalRequestInput, rt: Runtime
                 ),
             )
         if inp.outcome in ("approved", "denied"):
-            await _update_progress(client, context, thread, messages, inp.task_id, TaskStatus.RUNNING)
+            await update_progress(client, context, thread, messages, inp.task_id, TaskStatus.RUNNING)
     except SlackApiError as exc:
         if is_retryable(exc):
             raise activity_error(exc, "updating the approval request") from None

@@ -5,30 +5,27 @@ list --query`. `tasks show` and `explain` ask a running task itself (queries) an
 finished one from its recorded history, so they work with no worker running. `replay` runs
 recorded histories against the code in this checkout, before a deploy.
 Exit codes: 0 ok, 1 a failed replay or an unknown task, 2 Temporal unreachable or bad input.
+`replay` itself is in `surfaces.cli.replay`; how each command runs and fails, in
+`surfaces.cli.observe_run`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import re
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from datetime import datetime
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus, WorkflowHistory
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from config.settings import Settings
-from surfaces.cli.terminal import commands, make_console
-from surfaces.client import connect
+from surfaces.cli.observe_run import EXIT_FAILED, EXIT_UNAVAILABLE, Fail, output, run
+from surfaces.cli.replay import parse_since, replay
+from surfaces.cli.terminal import commands
 from surfaces.task_lookup import (
-    TaskNotFound,
     ask_task,
     decision_chain,
     describe_task,
@@ -43,12 +40,19 @@ from workflows import search
 from workflows.outcomes import next_action
 from workflows.types import TaskStatus
 
-T = TypeVar("T")
-
-EXIT_FAILED = 1
-EXIT_UNAVAILABLE = 2
-_DURATION = re.compile(r"^(\d+)([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_UNAVAILABLE",
+    "explain",
+    "list_query",
+    "list_tasks",
+    "parse_since",
+    "register",
+    "replay",
+    "show",
+    "tasks_app",
+    "web_ui_link",
+]
 
 tasks_app = typer.Typer(help="Agent tasks: list them, show one step by step.", no_args_is_help=True)
 
@@ -59,35 +63,9 @@ def register(app: typer.Typer) -> None:
     app.command("replay")(replay)
 
 
-class _Fail(Exception):
-    def __init__(self, message: str, code: int):
-        super().__init__(message)
-        self.code = code
-
-
-def _out() -> Console:
-    return make_console()
-
-
-def _run(work: Callable[[Settings, Client | None], Awaitable[T]], *, needs_client: bool = True) -> T:
-    """Run one command against Temporal; errors become one line on stderr and an exit code."""
-
-    async def main() -> T:
-        settings = Settings.from_env()
-        client = await connect(settings) if needs_client else None
-        return await work(settings, client)
-
-    try:
-        return asyncio.run(main())
-    except (_Fail, TaskNotFound, RuntimeError) as exc:  # connect() says how to reach Temporal
-        make_console(stderr=True).print(f"[red]error:[/red] {escape(commands(str(exc)))}", soft_wrap=True)
-        code = EXIT_FAILED if isinstance(exc, TaskNotFound) else EXIT_UNAVAILABLE
-        raise typer.Exit(exc.code if isinstance(exc, _Fail) else code) from None
-
-
 def _quoted(value: str) -> str:
     if "'" in value or "\\" in value:
-        raise _Fail(f"{value!r}: quotes and backslashes are not allowed in a filter", EXIT_UNAVAILABLE)
+        raise Fail(f"{value!r}: quotes and backslashes are not allowed in a filter", EXIT_UNAVAILABLE)
     return f"'{value}'"
 
 
@@ -108,7 +86,7 @@ def list_query(
             clauses.append(f"{search.STATUS.name} = {_quoted(TaskStatus(status.upper()).value)}")
         except ValueError:
             known = ", ".join(s.value for s in TaskStatus)
-            raise _Fail(f"unknown status {status!r}; one of {known}", EXIT_UNAVAILABLE) from None
+            raise Fail(f"unknown status {status!r}; one of {known}", EXIT_UNAVAILABLE) from None
     return histories.task_query(extra=" AND ".join(clauses + ([extra] if extra else [])) or None)
 
 
@@ -159,14 +137,14 @@ def list_tasks(
                     _usd(attrs.get(search.COST_USD)),
                 )
         except RPCError as exc:
-            raise _Fail(
+            raise Fail(
                 f"the visibility query was refused: {exc.message} (are the OpenLoop search "
                 "attributes registered? `openloop setup` adds them)",
                 EXIT_UNAVAILABLE,
             ) from None
-        _out().print(table if table.row_count else f"No tasks match {visibility}")
+        output().print(table if table.row_count else f"No tasks match {visibility}")
 
-    _run(work)
+    run(work)
 
 
 def web_ui_link(settings: Settings, namespace: str, task_id: str) -> str:
@@ -198,7 +176,7 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
         running = description.status == WorkflowExecutionStatus.RUNNING
         asked = await ask_task(client, task_id, description.task_queue)
         story = story_from_history((await histories.fetch_history(client, task_id)).events)
-        attrs, out = description.typed_search_attributes, _out()
+        attrs, out = description.typed_search_attributes, output()
         out.print(
             f"[bold]{escape(task_id)}[/bold]  agent {escape(attrs.get(search.AGENT) or '?')}  "
             f"on {escape(attrs.get(search.SURFACE) or '?')} {escape(attrs.get(search.CHANNEL) or '')}"
@@ -216,7 +194,7 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
         out.print(f"Total cost {_usd(story.cost_usd)}")
         out.print(f"Web UI: {web_ui_link(settings, client.namespace, task_id)}")
 
-    _run(work)
+    run(work)
 
 
 def _story_status(story: Story, description: Any) -> str:
@@ -259,7 +237,7 @@ def explain(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.
             reason = qualified_reason(known, reason, approvals)
             if known.finished:
                 action = next_action(known, task_id, surface=surface) or action
-        out = _out()
+        out = output()
         out.print(f"[bold]{escape(task_id)}[/bold]: {status}")
         out.print(f"Reason: {escape(reason or '–')}")
         out.print(f"Next: {escape(commands(action) if action else '–')}")
@@ -267,55 +245,4 @@ def explain(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.
         for number, decision in enumerate(chain, 1):
             out.print(f"  {number}. {escape(decision)}")
 
-    _run(work)
-
-
-def parse_since(text: str) -> timedelta:
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise _Fail(f"--since {text!r}: use a number and a unit, e.g. 30m, 12h, 7d, 2w", EXIT_UNAVAILABLE)
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
-
-
-def replay(
-    task_id: Annotated[str | None, typer.Argument(help="Replay this task's latest run.")] = None,
-    history: Annotated[Path | None, typer.Option("--history", help="A JSON history file.")] = None,
-    all_: Annotated[bool, typer.Option("--all", help="Every task started since --since.")] = False,
-    since: Annotated[str, typer.Option(help="With --all: how far back, e.g. 7d, 12h.")] = "7d",
-) -> None:
-    """Replay recorded histories against this code; report determinism errors and where they diverge."""
-    if sum((task_id is not None, history is not None, all_)) != 1:
-        Console(stderr=True).print("[red]error:[/red] give exactly one of TASK_ID, --history FILE or --all")
-        raise typer.Exit(EXIT_UNAVAILABLE)
-
-    async def work(settings: Settings, client: Client | None) -> int:
-        source: list[WorkflowHistory] | Any
-        if history is not None:
-            try:
-                source = [histories.load_history(history)]
-            except ValueError as exc:
-                raise _Fail(str(exc), EXIT_FAILED) from None
-        elif task_id is not None:
-            assert client is not None
-            await describe_task(client, task_id)
-            source = [await histories.fetch_history(client, task_id)]
-        else:
-            assert client is not None
-            after = datetime.now(UTC) - parse_since(since)
-            source = histories.histories_matching(client, histories.task_query(since=after))
-        reports = await histories.replay(source)
-        out = _out()
-        for report in reports:
-            if report.ok:
-                out.print(f"[green]OK[/green]   {escape(report.workflow_id)} (run {report.run_id})")
-                continue
-            out.print(f"[red]FAIL[/red] {escape(report.workflow_id)} (run {report.run_id})")
-            out.print(f"     {report.error_type}: {escape(report.error or '')}", soft_wrap=True)
-            out.print(f"     diverged at {escape(report.diverged_at or 'an unknown event')}", soft_wrap=True)
-        failed = sum(not report.ok for report in reports)
-        out.print(f"{len(reports)} replayed, {failed} failed" if reports else "No histories to replay.")
-        return EXIT_FAILED if failed else 0
-
-    code = _run(work, needs_client=history is None)
-    if code:
-        raise typer.Exit(code)
+    run(work)
