@@ -239,3 +239,28 @@ def test_mcp_list_and_call_from_the_command_line(pg_url: str, state: Path, http_
     assert refused.exit_code == 1 and "add --yes" in refused.output and calls_made(state) == []
     written = openloop("mcp", "call", config.name, "notes.create_note", "--args", title, "--yes")
     assert written.exit_code == 0 and calls_made(state) == ["x"], written.output
+
+
+async def test_a_server_that_goes_away_mid_task_is_retried_then_reported(
+    client: Client, settings: Settings, task_queue: str, api: FakeModelAPI, state: Path, http_server: str
+) -> None:
+    agent = await stored(settings.require_database_url(), mcp_agent(state, http_server))
+    # The model takes a moment to answer: the server goes away between the listing and the call.
+    api.answer_tool_calls([tool_call("a", "web__read_note", {"name": "deploys"})], delay=1.5)
+    api.answer("The web notes are down; try later.")
+    async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
+        handle = await start(client, task_queue, agent, "Read the web note")
+        await eventually(lambda: len(api.requests) >= 1, "the first model call")
+        stop = await asyncio.create_subprocess_exec("pkill", "-f", f"mcp_servers http {state}")
+        await stop.wait()
+        result = await asyncio.wait_for(handle.result(), 120)
+    assert result.status == TaskStatus.SUCCESS
+    reported = told(api, 1)["a"]
+    assert reported.startswith("Error:") and "the MCP server web could not be reached" in reported
+    history = await handle.fetch_history()
+    attempts = [
+        event.activity_task_started_event_attributes.attempt
+        for event in history.events
+        if event.HasField("activity_task_started_event_attributes")
+    ]
+    assert max(attempts) > 1  # retried with backoff before the task heard of it
