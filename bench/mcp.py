@@ -8,24 +8,23 @@ worker does, not Temporal's round trip (which is the same for both kinds of remo
 1. One read step, interleaved round by round (each round in a rotated order):
    - native: `run_tool` for github.get_issue against the fake GitHub (PyGithub, audit row);
    - mcp_activity: the `call_mcp_tool` body for notes.read_note (recorded-result lookup,
-     `gateway.call`: connect, list, schema check, call, close; audit row, recorded result);
-   - mcp_activity_shared_tls: the same, its HTTP clients sharing one TLS context (a fix);
+     `gateway.call`: connect, list, schema check, call, close; audit row, recorded result)
+     with the SDK's own HTTP client per connection, as before M1;
+   - mcp_activity_shared_tls: the same as built, one TLS context per worker (M1);
    - mcp_gateway: `gateway.call` alone;
    - mcp_parts: the activity body step by step, each part timed;
    - mcp_open_session / mcp_open_session_no_list: the same body on a connection opened
      once for the whole run (what a per-worker connection cache would give), with the
      listing and without it (a listing reused from the task's start).
 2. The listing at task start (`list_mcp_tools`: every server at once, specs saved) for 1,
-   5 and 20 servers, as is and with one shared TLS context, interleaved, with the CPU it
+   5 and 20 servers, before M1 ("as_is") and as built ("shared_tls"), interleaved, with the CPU it
    takes in this process (the worker's part) and in the servers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -35,9 +34,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import httpcore2
 import httpx2
 from mcp import Client
+from mcp.shared._httpx_utils import create_mcp_http_client
 
 from activities.mcp import client as mcp_client
 from activities.mcp import gateway
@@ -198,44 +197,30 @@ async def activity_in_parts(
     mark("record")
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    return httpcore2.default_ssl_context()
-
-
-def shared_tls_client(
-    headers: dict[str, str] | None = None,
-    timeout: httpx2.Timeout | None = None,
-    auth: httpx2.Auth | None = None,
-) -> httpx2.AsyncClient:
-    """The SDK's HTTP client with one TLS context for every connection (the proposed fix):
-    building an httpx2 client loads the CA bundle into a new context each time, ~24 ms of CPU,
-    even for a plain-http URL."""
-    return httpx2.AsyncClient(headers=headers, timeout=timeout, auth=auth, verify=_tls_context())
+def sdk_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
+    """The SDK's own HTTP client, a new TLS context each time: what every MCP connection
+    built before the gateway kept one per worker (M1)."""
+    return create_mcp_http_client(headers=headers, timeout=timeout)
 
 
 @contextlib.contextmanager
 def http_client_factory(factory: Any) -> Iterator[None]:
     """The MCP client builds its HTTP clients with `factory` meanwhile (one task at a time here)."""
-    original = mcp_client.create_mcp_http_client
-    mcp_client.create_mcp_http_client = factory
+    original = mcp_client.http_client
+    mcp_client.http_client = factory
     try:
         yield
     finally:
-        mcp_client.create_mcp_http_client = original
+        mcp_client.http_client = original
 
 
 async def requests_per_call(inp: McpCallInput) -> list[str]:
     """The HTTP requests one `gateway.call` makes (method and JSON-RPC method)."""
     seen: list[str] = []
-    factory = mcp_client.create_mcp_http_client
+    factory = mcp_client.http_client
 
-    def counting(
-        headers: dict[str, str] | None = None,
-        timeout: httpx2.Timeout | None = None,
-        auth: httpx2.Auth | None = None,
-    ) -> httpx2.AsyncClient:
-        http = factory(headers=headers, timeout=timeout, auth=auth)
+    def counting(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
+        http = factory(headers=headers, timeout=timeout)
 
         async def hook(request: Any) -> None:
             body = request.content.decode(errors="replace") if request.method == "POST" else ""
@@ -262,12 +247,12 @@ async def call_round(
             if not out.ok:
                 raise RuntimeError(f"github.get_issue failed: {out.output[:200]}")
         elif variant == "mcp_activity":
-            out = await call_mcp_tool(calls.mcp())
+            with http_client_factory(sdk_client):
+                out = await call_mcp_tool(calls.mcp())
             if not out.ok:
                 raise RuntimeError(f"{TOOL} failed: {out.output[:200]}")
         elif variant == "mcp_activity_shared_tls":
-            with http_client_factory(shared_tls_client):
-                out = await call_mcp_tool(calls.mcp())
+            out = await call_mcp_tool(calls.mcp())  # as built: one TLS context per worker
             if not out.ok:
                 raise RuntimeError(f"{TOOL} failed: {out.output[:200]}")
         elif variant == "mcp_gateway":
@@ -315,9 +300,7 @@ async def measure_listing(servers: list[tuple[McpServer, int]], sizes: Sizes) ->
 
     async def listing(n: int, how: str) -> None:
         task = McpListInput(f"task-mcp-list-{uuid.uuid4().hex[:12]}", [s for s, _ in servers[:n]])
-        with http_client_factory(
-            shared_tls_client if how == "shared_tls" else mcp_client.create_mcp_http_client
-        ):
+        with http_client_factory(mcp_client.http_client if how == "shared_tls" else sdk_client):
             result = await list_mcp_tools(task)
         if not all(status.ok for status in result.servers):
             raise RuntimeError(f"a listing failed: {[s.problem for s in result.servers if not s.ok]}")

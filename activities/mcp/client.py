@@ -81,11 +81,14 @@ async def _target(server: McpServer, stack: contextlib.AsyncExitStack) -> Any:
         return StdioServerParameters(command=command[0], args=command[1:], env=env)
     headers = {header: _env(server, variable) for header, variable in server.headers_from_env.items()}
     timeout = httpx2.Timeout(CONNECT_SECONDS, read=server.timeout_seconds)
-    # As the SDK's own client (create_mcp_http_client), but with one TLS context per worker:
-    # building one loads the certificate bundle, ~24 ms of CPU on every connection otherwise.
-    client = httpx2.AsyncClient(headers=headers, timeout=timeout, verify=_tls_context())
-    http = await stack.enter_async_context(client)
+    http = await stack.enter_async_context(http_client(headers=headers, timeout=timeout))
     return streamable_http_client(server.url or "", http_client=http)
+
+
+def http_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
+    """As the SDK's own client (create_mcp_http_client), but with one TLS context per worker:
+    building one loads the certificate bundle, ~24 ms of CPU on every connection otherwise."""
+    return httpx2.AsyncClient(headers=headers, timeout=timeout, verify=_tls_context())
 
 
 @functools.cache

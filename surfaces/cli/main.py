@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 
 import typer
 from typer.core import TyperOption
@@ -53,9 +54,27 @@ for _name in COMMAND_MODULES:
     _module.register(app)
 
 
+# Commands that only talk to Temporal as a client and then end. The client's native threads
+# can outlive the event loop and abort the interpreter while it finalizes ("PyGILState_Release:
+# thread state must be current", temporalio/sdk-python#300), turning a finished command
+# into exit code -6; these end without that teardown, their output flushed first. Commands
+# that own processes or servers (`up`, `worker`, `serve`) exit normally, cleanups and all.
+CLIENT_COMMANDS = {"ask", "approve", "deny", "reply", "cancel", "extend", "explain", "tasks", "status"}
+
+
 def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    app()
+    if len(sys.argv) < 2 or sys.argv[1] not in CLIENT_COMMANDS:
+        app()
+        return
+    try:
+        app()
+        code: object = 0
+    except SystemExit as ended:
+        code = ended.code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else 0 if code is None else 1)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ async def test_model_calls_leave_the_stored_constants_out(
         result = await (await start(ts_env, inp, task_queue)).result()
     assert result.status == TaskStatus.SUCCESS
 
-    [stored] = script.constants.values()
+    stored = script.constants[inp.task_id]
     assert (stored.agent_name, stored.channel, stored.surface) == (
         inp.agent.name,
         inp.context.channel,
