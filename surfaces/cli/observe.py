@@ -18,13 +18,14 @@ from urllib.parse import quote
 import typer
 from rich.markup import escape
 from rich.table import Table
-from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from config.settings import Settings
 from surfaces.cli.observe_run import EXIT_FAILED, EXIT_UNAVAILABLE, Fail, output, run
 from surfaces.cli.replay import parse_since, replay
 from surfaces.cli.terminal import commands
+from surfaces.decisions import status_of
 from surfaces.task_lookup import (
     ask_task,
     decision_chain,
@@ -90,19 +91,6 @@ def list_query(
     return histories.task_query(extra=" AND ".join(clauses + ([extra] if extra else [])) or None)
 
 
-def _status_of(execution: WorkflowExecution) -> str:
-    recorded = execution.typed_search_attributes.get(search.STATUS)
-    temporal = execution.status
-    if temporal not in (
-        None,
-        WorkflowExecutionStatus.RUNNING,
-        WorkflowExecutionStatus.COMPLETED,
-        WorkflowExecutionStatus.CONTINUED_AS_NEW,
-    ):
-        return temporal.name if temporal else "UNKNOWN"  # terminated, timed out: no result
-    return recorded or (temporal.name if temporal else "UNKNOWN")
-
-
 def _when(at: datetime | None) -> str:
     return at.astimezone().strftime("%Y-%m-%d %H:%M:%S") if at else "–"
 
@@ -132,7 +120,7 @@ def list_tasks(
                 table.add_row(
                     escape(execution.id),
                     escape(attrs.get(search.AGENT) or ""),
-                    _status_of(execution),
+                    status_of(execution),
                     _when(execution.start_time),
                     _usd(attrs.get(search.COST_USD)),
                 )

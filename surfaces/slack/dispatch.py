@@ -25,6 +25,7 @@ from activities.slack.client import SlackNotConfigured, bot_client, error_code
 from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.decisions import decision_problem
 from surfaces.slack.outcome import Followup, Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
 from surfaces.slack.waiting import RecentKeys, WaitingTasks
@@ -211,7 +212,7 @@ class SlackDispatcher:
                 followups=[tell(blocks.request_closed_text("is for a task that has already finished"))],
             )
         view = await self._status(handle)
-        problem = _click_problem(view, request_id, action_id) if view else None
+        problem = decision_problem(view, request_id, action_id) if view else None
         if problem is not None:
             return Outcome(f"stale click: {problem}", followups=[tell(blocks.request_closed_text(problem))])
         if (
@@ -252,19 +253,6 @@ class SlackDispatcher:
         await bot_client(self.settings).chat_postEphemeral(
             channel=channel, user=user, text=text, thread_ts=thread
         )
-
-
-def _click_problem(view: TaskStatusView, request_id: str, action_id: str) -> str | None:
-    pending = view.pending_approval
-    if pending is None or pending.request_id != request_id:
-        return "was already decided or has expired"
-    if pending.action_id != action_id:
-        return "is for different arguments than the pending action"
-    try:
-        expired = datetime.fromisoformat(pending.expires_at_iso) <= datetime.now(UTC)
-    except ValueError:
-        expired = False
-    return "has expired" if expired else None
 
 
 def _obj(value: object) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.store.db import get_pool
 from activities.store.ledger import write_audit
 from config.agent import AgentConfig
+from surfaces.decisions import decision_problem
 from surfaces.task_lookup import worker_is_polling
 from surfaces.timeline import story_from_history
 from workers import history as histories
@@ -116,20 +117,6 @@ async def inbox(client: Client, user: str) -> tuple[list[Pending], int]:
         )
     mine.sort(key=lambda item: item.approval.expires_at_iso)
     return mine, others
-
-
-def decision_problem(view: TaskStatusView, request_id: str, action_id: str) -> str | None:
-    """Why a decision for (request_id, action_id) would not count now, or None."""
-    pending = view.pending_approval
-    if pending is None or pending.request_id != request_id:
-        return "was already decided or has expired"
-    if pending.action_id != action_id:
-        return "is for different arguments than the pending action"
-    try:
-        expired = datetime.fromisoformat(pending.expires_at_iso) <= datetime.now(UTC)
-    except ValueError:
-        expired = False
-    return "has expired" if expired else None
 
 
 @dataclass

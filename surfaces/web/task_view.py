@@ -11,10 +11,10 @@ import base64
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
+from surfaces.decisions import status_of
 from surfaces.task_lookup import (
     ask_task,
     decision_chain,
@@ -74,20 +74,6 @@ class Row:
     cost_usd: float | None
     step: int | None = None
     summary: str = ""
-
-
-def status_of(execution: Any) -> str:
-    """The OpenLoop status, unless Temporal ended the run some other way (terminated...)."""
-    recorded = execution.typed_search_attributes.get(search.STATUS)
-    temporal = execution.status
-    if temporal not in (
-        None,
-        WorkflowExecutionStatus.RUNNING,
-        WorkflowExecutionStatus.COMPLETED,
-        WorkflowExecutionStatus.CONTINUED_AS_NEW,
-    ):
-        return temporal.name if temporal else "UNKNOWN"
-    return recorded or (temporal.name if temporal else "UNKNOWN")
 
 
 async def list_page(client: Client, query: str, token: str | None) -> tuple[list[Row], str | None]:

@@ -5,9 +5,11 @@ spend never passes the parent's ceiling."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 
+import pytest
 from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -42,6 +44,11 @@ spec:
 """
 
 
+def is_child(task_id: str) -> bool:
+    """A subagent's id is its parent's, then `-d<step>-<call key>`."""
+    return re.search(r"-d\d+-[0-9a-f]{8}-\d{3}$", task_id) is not None
+
+
 def delegations(count: int) -> ModelCallResult:
     calls = [
         ToolCall("", "agent__delegate", json.dumps({"task": f"look into part {n}"})) for n in range(count)
@@ -54,7 +61,7 @@ def tree_model(children: int, child_cost: float) -> Callable[[ModelCallInput], M
     parent_calls = []
 
     def answer(inp: ModelCallInput) -> ModelCallResult:
-        if "-d" in inp.task_id:  # a subagent
+        if is_child(inp.task_id):  # a subagent
             spend = min(child_cost, inp.usd_headroom)  # a model call never passes its grant
             return say(f"found {inp.cursor.new_messages[-1].content}", cost=spend)
         parent_calls.append(inp)
@@ -82,17 +89,15 @@ async def test_delegations_run_as_children_with_fresh_context_and_report_back(
         handle = await start(ts_env, task(), task_queue)
         result = await handle.result()
     assert result.status == TaskStatus.SUCCESS and result.reply == "Put together."
-    children = [inp for inp in script.model_inputs if "-d" in inp.task_id]
+    children = [inp for inp in script.model_inputs if is_child(inp.task_id)]
     assert len({inp.task_id for inp in children}) == 3  # one child per delegation, ids from the step
     for child in children:
         assert child.tool_names == []  # a subagent never delegates again
         assert child.cursor.new_messages[-1].content.startswith("look into part")  # fresh context
     told = [m.content for m in script.model_inputs[-1].new_messages if m.role == "tool"]
     assert len(told) == 3 and all(text.startswith("Subagent SUCCESS") for text in told)
-    assert result.usage.cost_usd == 0.01 + 3 * 0.05 + 0.01  # the children's spend is the parent's
-    assert script.replies and all(
-        "-d" not in reply.task_id for reply in script.replies
-    )  # children stay quiet
+    assert result.usage.cost_usd == pytest.approx(0.01 + 3 * 0.05 + 0.01)  # the children's spend counts
+    assert script.replies and not any(is_child(reply.task_id) for reply in script.replies)  # quiet children
 
 
 async def test_eight_children_racing_never_spend_past_the_parents_ceiling(
@@ -101,7 +106,7 @@ async def test_eight_children_racing_never_spend_past_the_parents_ceiling(
     script = Script([], default=tree_model(8, 5.0))  # each child would spend far more than its slice
     async with worker(ts_env, script, task_queue):
         result = await (await start(ts_env, task(), task_queue)).result()
-    children = [inp for inp in script.model_inputs if "-d" in inp.task_id]
+    children = [inp for inp in script.model_inputs if is_child(inp.task_id)]
     assert len({inp.task_id for inp in children}) == 8
     assert result.usage.cost_usd <= 1.0 + 1e-9, result.usage
     assert sum(min(5.0, inp.usd_headroom) for inp in children) <= 1.0 - 0.01 + 1e-9
