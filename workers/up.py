@@ -158,9 +158,11 @@ async def run_stack(
                     lifespan="on",
                 )
             )
+            # The loop's signal handlers decide shutdown; uvicorn's own would raise the signal
+            # again once it stopped, and that KeyboardInterrupt tore down its lifespan mid-way.
+            server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
         async with worker:
-            # While it serves, uvicorn also catches SIGINT/SIGTERM (and raises them again when
-            # it stops); the loop's handlers above still run, so `stopping` decides shutdown.
+            # SIGINT/SIGTERM reach the loop's handlers above: `stopping` decides shutdown.
             serve = asyncio.create_task(_serve(server, http_socket, settings.http_address))
             await _until_serving(server, serve)
             write_stack_file(
