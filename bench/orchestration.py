@@ -42,8 +42,8 @@ from bench.scripted import MODEL_BODY_MS, STEP_STARTS, FloorInput, FloorWorkflow
 from config.agent import AgentConfig
 from workflows import budget, policy
 from workflows.conversation import COMPACT_AT_SHARE, DEFAULT_CONTEXT_WINDOW
-from workflows.model_call_types import SaveTaskConstantsInput, TaskConstants
 from workflows.policy import memory_scope
+from workflows.task_constants import SaveTaskConstantsInput, TaskConstants
 from workflows.tool_catalog import catalog_tool_name, model_tool_name
 from workflows.types import (
     BudgetGrant,

@@ -12,7 +12,6 @@ from typing import Literal
 
 from pydantic import (
     Field,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -20,6 +19,7 @@ from pydantic import (
 from config.fields import Duration, ProblemPath, Strict, parse_duration, rule_error
 from config.mcp import McpServer, patterns_overlap
 from config.surfaces import Surfaces
+from config.tool_grants import ToolGrant
 
 API_VERSION = "openloop.ai/v1alpha1"
 
@@ -40,12 +40,6 @@ DEFAULT_WALL_CLOCK = "30m"
 DEFAULT_APPROVAL_TTL = "72h"
 DEFAULT_PER_TASK_USD = 1.0
 
-# Validation context key: the runnable tools and the permission each needs, given by the
-# caller from the tool catalog (config imports pydantic only). Without it, tool names are not
-# checked: an agent read back from the store or from a task's history was checked when applied.
-TOOLS_CONTEXT = "tool_permissions"
-
-_TEAMMATE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 _SKILL_REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")
 _NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -127,57 +121,6 @@ class ModelPolicy(Strict):
         return list(dict.fromkeys(ordered))
 
 
-class ToolGrant(Strict):
-    """A tool the agent may call, the permissions it is granted, and where it may write."""
-
-    name: str = Field(min_length=1)
-    type: Literal["native", "mcp"] = "native"
-    permissions: list[str] = []
-    server: str | None = Field(default=None, description="MCP server command or URL")
-    limit_to: list[str] = Field(
-        default=[],
-        description="Narrows a writing tool to these of the agent's channels or repositories",
-    )
-
-    @model_validator(mode="after")
-    def _runnable_and_granted(self, info: ValidationInfo) -> ToolGrant:
-        # A tool the runtime cannot run, or runs without the scope it acts with, is an error
-        # here: a task must never find out at run time that it cannot work.
-        if self.type == "mcp":
-            raise rule_error(
-                [
-                    (
-                        ("type",),
-                        f"{self.name!r}: MCP tools come from spec.mcp_servers (with their allow "
-                        "list), not spec.tools; move it there",
-                    )
-                ]
-            )
-        known: dict[str, str] | None = (info.context or {}).get(TOOLS_CONTEXT)
-        if known is None:
-            return self
-        needed = known.get(self.name)
-        if needed is None:
-            raise rule_error(
-                [
-                    (
-                        ("name",),
-                        f"{self.name!r} is not a native tool; known native tools: {', '.join(known)}",
-                    )
-                ]
-            )
-        problems: list[tuple[ProblemPath, str]] = []
-        if needed not in self.permissions:
-            problems.append(
-                (("permissions",), f"{self.name} needs the permission {needed!r}; add it to permissions")
-            )
-        if self.server is not None:
-            problems.append((("server",), "only an mcp tool has a server; remove it"))
-        if problems:
-            raise rule_error(problems)
-        return self
-
-
 class ApprovalsSpec(Strict):
     require_for: list[str] = []
     approvers: list[str] = []
@@ -245,7 +188,7 @@ class AgentSpecBody(Strict):
                     )
                 )
         for index, teammate in enumerate(self.team):
-            if not _TEAMMATE.match(teammate):
+            if not _NAME.match(teammate):
                 problems.append((("team", index), f"{teammate!r} is not an agent name"))
         servers = [server.name for server in self.mcp_servers]
         for index, name in enumerate(servers):

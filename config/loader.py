@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from config.agent import TOOLS_CONTEXT, AgentConfig
+from config.agent import AgentConfig
 from config.problems import AgentConfigError, ConfigProblem, Loc, expand_error, field_path
 from config.seed_form import expand
+from config.tool_grants import TOOLS_CONTEXT
 
 __all__ = [
     "EXAMPLES_DIR",

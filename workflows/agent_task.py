@@ -173,6 +173,7 @@ class AgentTaskWorkflow:
             status, reason = await self._steps()
         except TaskStop as stop:
             status, reason = stop.status, stop.reason
+            self.reply = stop.reply if stop.reply is not None else self.reply
         except asyncio.CancelledError:
             self.record.set_status(TaskStatus.CANCELLED)
             await asyncio.shield(self.gate.close("cancelled"))
@@ -211,7 +212,8 @@ class AgentTaskWorkflow:
             self.cancellation.check()
             if steps_this_run >= self.inp.max_steps_per_run or workflow.info().is_continue_as_new_suggested():
                 await self._continue_as_new()
-            await self._check_ceilings()
+            summary = await self.model.enforce_ceilings(self.started_at_iso, answered=bool(self.reply))
+            self.reply = summary if summary is not None else self.reply
             result = await self.model.ask_step()
             steps_this_run += 1
             if result.finish_reason == "length" and not result.tool_calls:
@@ -237,23 +239,6 @@ class AgentTaskWorkflow:
                         TaskStatus.ERROR, f"the model made {invalid_in_a_row} invalid tool calls in a row"
                     )
             self.tools.check_progress()
-
-    async def _check_ceilings(self) -> None:
-        hit = self.meter.check(self.started_at_iso)
-        if hit is None:
-            return
-        self.record.decide(f"ceiling reached ({hit.ceiling}): {hit.reason}")
-        if hit.ceiling == "iterations" and not self.reply:
-            # Iterations ran out mid-task: one last call without tools writes a summary.
-            self.conversation.add(
-                "user",
-                "You have no steps left. Without tools, summarise what you did, what you found "
-                "and what is left to do.",
-            )
-            self.reply = (await self.model.ask_final()).text
-        if not hit.resumable:
-            raise TaskStop(hit.status, hit.reason)
-        await self.waits.budget_extension(hit)
 
     # Ending --------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The model activity's input and result: where the call stands in the stored transcript, what
-it may spend, and what the model answered; and the task's constants, which every call of a
-task shares and which are stored once per run instead of riding in every input. Older inputs
-(flat, or carrying the constants) still decode and still run (see below)."""
+it may spend, and what the model answered. What every call of a task shares is stored once
+per run instead (`workflows.task_constants`). Older inputs (flat, or carrying the constants)
+still decode and still run (see below)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from workflows.task_basics import SurfaceContext
+from workflows.task_constants import TaskConstants
 from workflows.tool_call_types import (
     ChatMessage,
     FoldedToolCall,
     FoldedTools,
-    MemoryScopeRef,
     ToolCall,
     ToolCallInput,
     ToolCallResult,
 )
-
-# The local activity that stores a run's TaskConstants (a permanent name, like ActivityName's).
-SAVE_TASK_CONSTANTS = "openloop.model.save_task_constants"
 
 
 @dataclass
@@ -63,36 +59,6 @@ class BudgetGrant:
     on_exceeded: str | None = None  # block | warn (spec.budget.on_exceeded); None reads as block
     monthly_usd: float | None = None  # the agent's monthly cap: reserve from its budget workflow
     channel_monthly_usd: float | None = None  # the monthly cap of each channel it serves
-
-
-@dataclass
-class TaskConstants:
-    """What every model call of a task shares. The workflow stores it once per run (a local
-    activity at the run's start, `SAVE_TASK_CONSTANTS`, behind `workflow.patched`) and the
-    model activity reads it in the round trip it already makes, so none of it is repeated in
-    each call's history. Per-call values (headroom, max_tokens, the cursor) stay in the input."""
-
-    agent_name: str
-    workspace: str
-    channel: str
-    surface: str
-    models: list[str]  # the policy's route for the task's kind
-    summary_models: list[str]  # the route for summaries
-    tool_names: list[str]  # the tools a step offers the model
-    on_exceeded: str = "block"
-    monthly_usd: float | None = None
-    channel_monthly_usd: float | None = None
-    context_window: int | None = None
-    context: SurfaceContext | None = None  # where folded tool calls act
-    memory: MemoryScopeRef | None = None  # the memory scope folded tool calls read
-
-
-@dataclass
-class SaveTaskConstantsInput:
-    """Store a task's constants (replacing a previous run's)."""
-
-    task_id: str
-    constants: TaskConstants
 
 
 # The shape ModelCallInput had before its fields were grouped, in its positional order.

@@ -21,8 +21,8 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import budget
     from workflows.activity_options import LOCAL_OPTIONS, MODEL_OPTIONS
-    from workflows.model_call_types import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput, TaskConstants
     from workflows.outcomes import next_action
+    from workflows.task_constants import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput, TaskConstants
     from workflows.types import (
         ActivityName,
         FoldedTools,
@@ -38,6 +38,9 @@ from workflows.task_record import TaskRecord, TaskStop, failure_reason
 from workflows.tool_runner import ToolRunner
 from workflows.usage_meter import UsageMeter
 
+NO_STEPS_LEFT = (
+    "You have no steps left. Without tools, summarise what you did, what you found and what is left to do."
+)
 WRAP_UP = "You are close to your step limit: wrap up and answer now."
 STEP, FINAL, SUMMARY = "step", "final", "summary"
 TASK_CONSTANTS = "task-constants"  # workflow.patched id
@@ -92,6 +95,27 @@ class ModelCaller:
             context=self.inp.context,
             memory=self.tools.memory,
         )
+
+    async def enforce_ceilings(self, started_at_iso: str, *, answered: bool) -> str | None:
+        """Stop, or wait for an extension, when a ceiling is reached before the next step.
+        Iterations that run out mid-task get one last call without tools: its summary is
+        returned as the answer."""
+        hit = self.meter.check(started_at_iso)
+        if hit is None:
+            return None
+        self.record.decide(f"ceiling reached ({hit.ceiling}): {hit.reason}")
+        summary = None
+        if hit.ceiling == "iterations" and not answered:
+            self.conversation.add("user", NO_STEPS_LEFT)
+            summary = (await self.ask_final()).text
+        try:
+            if not hit.resumable:
+                raise TaskStop(hit.status, hit.reason)
+            await self.waits.budget_extension(hit)
+        except TaskStop as stop:
+            stop.reply = summary if summary is not None else stop.reply
+            raise
+        return summary
 
     async def ask_step(self) -> ModelCallResult:
         """One step: the model answers or asks for tools (summarising first when the prompt

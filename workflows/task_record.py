@@ -20,9 +20,10 @@ MAX_STEP_RECORDS = 200
 class TaskStop(Exception):
     """Ends the loop with a status; raised inside the workflow only."""
 
-    def __init__(self, status: TaskStatus, reason: str):
+    def __init__(self, status: TaskStatus, reason: str, reply: str | None = None):
         self.status = status
         self.reason = reason
+        self.reply = reply  # an answer written on the way out (a last summary), if any
         super().__init__(reason)
 
 

@@ -17,8 +17,8 @@ from activities.store.ledger import UsageRow, write_audit, write_usage
 from activities.store.memory import purge_expired
 from activities.store.memory_search import search_with_usage
 from workflows.errors import ErrorType
-from workflows.model_call_types import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput
 from workflows.retention import PURGE_EXPIRED_MEMORIES, PurgeInput, PurgeResult
+from workflows.task_constants import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput
 from workflows.types import ActivityName, AuditEvent, RecallInput, RecallResult
 
 

@@ -15,7 +15,7 @@ from psycopg import AsyncConnection, AsyncCursor
 from psycopg_pool import AsyncConnectionPool
 from pydantic import TypeAdapter
 
-from workflows.model_call_types import TaskConstants
+from workflows.task_constants import TaskConstants
 
 _DECODE = TypeAdapter(TaskConstants)
 

@@ -24,7 +24,7 @@ from activities.runtime import runtime
 from activities.store.store_activities import save_task_constants
 from activities.store.transcript import TOOL_OUTPUT_PREVIEW_CHARS
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from workflows.model_call_types import SaveTaskConstantsInput, TaskConstants
+from workflows.task_constants import SaveTaskConstantsInput, TaskConstants
 from workflows.types import (
     BudgetGrant,
     ChatMessage,

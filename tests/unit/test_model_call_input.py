@@ -9,7 +9,7 @@ from pathlib import Path
 from temporalio.api.common.v1 import Payload
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from workflows.model_call_types import TaskConstants
+from workflows.task_constants import TaskConstants
 from workflows.types import (
     ActivityName,
     BudgetGrant,

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from activities.tools.catalog import NATIVE_TOOLS
-from config.agent import AgentConfig, ToolGrant
+from config.agent import AgentConfig
+from config.tool_grants import ToolGrant
 from workflows import budget, policy
 from workflows.types import BudgetUsage, TaskStatus
 

@@ -14,8 +14,8 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from workflows.mcp_types import McpCallInput, McpListInput, McpListResult, McpServerStatus
-from workflows.model_call_types import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput, TaskConstants
 from workflows.skill_tools import SkillLoadInput
+from workflows.task_constants import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput, TaskConstants
 from workflows.tool_catalog import ToolSpec
 from workflows.types import (
     ActivityName,
