@@ -33,6 +33,7 @@ class Settings(BaseModel):
     temporal_address: str = "localhost:7233"
     namespace: str = "default"
     task_queue: str = "openloop-agents"
+    loop_task_queue: str = "openloop-loops"  # where loop workers take repair-loop workspaces
     temporal_tls: bool = False
     temporal_api_key: SecretStr | None = None
     temporal_ui_port: int = 8233
@@ -47,6 +48,8 @@ class Settings(BaseModel):
     github_token: SecretStr | None = None
     github_webhook_secret: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
+    github_git_url: str = "https://github.com"  # where repair loops clone repositories from
+    workspaces_dir: Path | None = None  # loop workspaces (default: <state dir>/workspaces)
     github_app_id: str | None = None
     github_app_private_key: SecretStr | None = None
 
@@ -57,6 +60,7 @@ class Settings(BaseModel):
             temporal_address=_env("OPENLOOP_TEMPORAL_ADDRESS", "localhost:7233") or "",
             namespace=_env("OPENLOOP_NAMESPACE", "default") or "default",
             task_queue=_env("OPENLOOP_TASK_QUEUE", "openloop-agents") or "openloop-agents",
+            loop_task_queue=_env("OPENLOOP_LOOP_TASK_QUEUE", "openloop-loops") or "openloop-loops",
             temporal_tls=(_env("OPENLOOP_TEMPORAL_TLS", "false") or "").lower() in ("1", "true"),
             temporal_api_key=_secret("OPENLOOP_TEMPORAL_API_KEY"),
             temporal_ui_port=int(_env("OPENLOOP_TEMPORAL_UI_PORT", "8233") or 8233),
@@ -73,6 +77,10 @@ class Settings(BaseModel):
             github_token=_secret("GITHUB_TOKEN"),
             github_webhook_secret=_secret("GITHUB_WEBHOOK_SECRET"),
             github_api_url=_env("GITHUB_API_URL", "https://api.github.com") or "",
+            github_git_url=_env("GITHUB_GIT_URL", "https://github.com") or "",
+            workspaces_dir=Path(_env("OPENLOOP_WORKSPACES_DIR") or "").expanduser()
+            if _env("OPENLOOP_WORKSPACES_DIR")
+            else None,
             github_app_id=_env("GITHUB_APP_ID"),
             github_app_private_key=_secret("GITHUB_APP_PRIVATE_KEY"),
         )
@@ -84,6 +92,10 @@ class Settings(BaseModel):
     @property
     def http_port(self) -> int:
         return int(self.http_address.rsplit(":", 1)[1])
+
+    @property
+    def loop_workspaces(self) -> Path:
+        return self.workspaces_dir or self.state_dir / "workspaces"
 
     def require_database_url(self) -> str:
         if not self.database_url:

@@ -32,6 +32,7 @@ from typing import TypeVar
 import psycopg
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
+from temporalio.worker import Worker
 
 from activities.store.db import apply_migrations_async, close_pools, get_pool, migration_files
 from config.settings import Settings
@@ -74,8 +75,10 @@ async def run_worker(
     ready_file: Path | None = None,
     shutdown_grace_seconds: float | None = None,
     stop: asyncio.Event | None = None,
+    loops: bool = False,
 ) -> None:
-    """Run until SIGTERM/SIGINT (or `stop` is set); raise StartupError if it cannot start."""
+    """Run until SIGTERM/SIGINT (or `stop` is set); raise StartupError if it cannot start.
+    With `loops`, run a loop worker (workers.loops) instead of the ordinary worker."""
     # Imports every activity (LiteLLM included): kept off module load.
     from workers import worker as defaults
 
@@ -91,18 +94,25 @@ async def run_worker(
         await report_model_keys(database_url)
         limits = options.limits
         activity_slots = _or(limits.max_concurrent_activities, defaults.MAX_CONCURRENT_ACTIVITIES)
-        worker = defaults.build_worker(
-            client,
-            settings,
-            max_concurrent_activities=activity_slots,
-            max_concurrent_workflow_tasks=_or(
-                limits.max_concurrent_workflow_tasks, defaults.MAX_CONCURRENT_WORKFLOW_TASKS
-            ),
-            max_cached_workflows=_or(limits.max_cached_workflows, defaults.MAX_CACHED_WORKFLOWS),
-            graceful_shutdown_timeout=timedelta(seconds=grace),
-            deployment_config=options.versioning.deployment_config() if options.versioning else None,
+        workers = _loop_workers(client, settings) if loops else []
+        worker = (
+            workers.pop(0)
+            if workers
+            else defaults.build_worker(
+                client,
+                settings,
+                max_concurrent_activities=activity_slots,
+                max_concurrent_workflow_tasks=_or(
+                    limits.max_concurrent_workflow_tasks, defaults.MAX_CONCURRENT_WORKFLOW_TASKS
+                ),
+                max_cached_workflows=_or(limits.max_cached_workflows, defaults.MAX_CACHED_WORKFLOWS),
+                graceful_shutdown_timeout=timedelta(seconds=grace),
+                deployment_config=options.versioning.deployment_config() if options.versioning else None,
+            )
         )
         run = asyncio.create_task(worker.run(), name="temporal-worker")
+        # A loop worker's second worker (its own queue) runs beside the first and stops with it.
+        others = [asyncio.create_task(extra.run(), name="temporal-worker-extra") for extra in workers]
         while not worker.is_running:
             if run.done():
                 error = run.exception()  # why it stopped, e.g. an unknown namespace
@@ -111,7 +121,7 @@ async def run_worker(
         version = options.versioning
         log.info(
             "worker ready: task queue %s, namespace %s at %s, %s, up to %d activities",
-            settings.task_queue,
+            worker.task_queue,
             settings.namespace,
             settings.temporal_address,
             f"build {version.deployment_name}/{version.build_id} ({version.behavior.name.lower()})"
@@ -133,8 +143,8 @@ async def run_worker(
             "are handed back to Temporal for another worker",
             grace,
         )
-        await worker.shutdown()
-        await run
+        await asyncio.gather(worker.shutdown(), *(extra.shutdown() for extra in workers))
+        await asyncio.gather(run, *others)
         log.info("worker stopped cleanly")
     except _Stopped:
         log.info("stopped before the worker started")
@@ -144,6 +154,12 @@ async def run_worker(
         files.clear()
         _remove_signal_handlers()
         await close_pools()
+
+
+def _loop_workers(client: Client, settings: Settings) -> list[Worker]:
+    from workers.loops import build_loop_workers
+
+    return build_loop_workers(client, settings)[1]
 
 
 def _or(value: int | None, default: int) -> int:

@@ -36,6 +36,8 @@ PASSTHROUGH_MODULES = (
     "workflows.outcomes",
     "workflows.search",
     "workflows.untrusted",  # untrusted-data blocks and their rule, pure
+    "workflows.loop_types",  # a repair loop's data
+    "workflows.loop_template",  # a loop command's placeholders, pure
     "pydantic",
     "pydantic_core",
     "jsonschema",  # argument validation of tool calls

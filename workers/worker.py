@@ -12,6 +12,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.llm.model_activities import call_model
+from activities.loops.loop_activities import LOOP_STORE_ACTIVITIES
 from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
 from activities.store import store_activities
 from activities.store.skill_activities import load_skill
@@ -28,6 +29,7 @@ from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
 from workflows.agent_budget import AgentBudgetWorkflow
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.repair_loop import RepairLoopWorkflow
 from workflows.retention import MemoryRetentionWorkflow
 
 # Defaults sized for a 2-core machine; production overrides them by environment.
@@ -37,7 +39,12 @@ MAX_CACHED_WORKFLOWS = 1000
 CACHE_PER_SLOT = 5  # sticky-cache entries per workflow-task slot, at least
 
 
-WORKFLOWS: Sequence[type] = (AgentTaskWorkflow, MemoryRetentionWorkflow, AgentBudgetWorkflow)
+WORKFLOWS: Sequence[type] = (
+    AgentTaskWorkflow,
+    MemoryRetentionWorkflow,
+    AgentBudgetWorkflow,
+    RepairLoopWorkflow,
+)
 
 ACTIVITIES: Sequence[Callable[..., Any]] = (
     call_model,
@@ -54,6 +61,7 @@ ACTIVITIES: Sequence[Callable[..., Any]] = (
     post_reply,
     post_approval_request,
     resolve_approval_request,
+    *LOOP_STORE_ACTIVITIES,
 )
 
 

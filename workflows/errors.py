@@ -40,3 +40,8 @@ class ErrorType(StrEnum):
     # MCP servers (activities.mcp).
     MCP_UNAVAILABLE = "McpUnavailable"  # cannot connect, timed out: retried
     MCP_PROTOCOL_ERROR = "McpProtocolError"  # the server answered with a protocol error: not retried
+
+    # Repair loops (activities.loops).
+    WORKSPACE_LOST = "WorkspaceLost"  # this worker no longer holds the workspace: re-acquire it
+    WORKSPACE_ERROR = "WorkspaceError"  # the repository cannot be cloned or rebuilt: not retried
+    SANDBOX_UNAVAILABLE = "SandboxUnavailable"  # bubblewrap cannot run here: not retried

@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "surfaces.cli.observe",
     "surfaces.cli.mcp",
     "surfaces.cli.skills",
+    "surfaces.cli.loops",
     "surfaces.slack.cli",
 )
 
@@ -59,7 +60,7 @@ for _name in COMMAND_MODULES:
 # thread state must be current", temporalio/sdk-python#300), turning a finished command
 # into exit code -6; these end without that teardown, their output flushed first. Commands
 # that own processes or servers (`up`, `worker`, `serve`) exit normally, cleanups and all.
-CLIENT_COMMANDS = {"ask", "approve", "deny", "reply", "cancel", "extend", "explain", "tasks", "status"}
+CLIENT_COMMANDS = {"ask", "approve", "deny", "reply", "cancel", "extend", "explain", "tasks", "status", "loops"}
 
 
 def main() -> None:

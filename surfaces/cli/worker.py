@@ -53,7 +53,11 @@ def _production_settings() -> Settings:
 
 def register(app: typer.Typer) -> None:
     @app.command()
-    def worker() -> None:
+    def worker(
+        loops: bool = typer.Option(
+            False, "--loops", help="Run a loop worker: hold repair-loop workspaces and run their commands."
+        ),
+    ) -> None:
         """Run one production worker against OPENLOOP_TEMPORAL_ADDRESS and OPENLOOP_DATABASE_URL.
 
         Tuning comes from the environment (see workers/options.py): concurrency limits,
@@ -71,7 +75,7 @@ def register(app: typer.Typer) -> None:
             raise _fail(str(exc), EXIT_MISSING_SETTING) from None
         install_metrics()
         try:
-            asyncio.run(run_worker(settings, options=options))
+            asyncio.run(run_worker(settings, options=options, loops=loops))
         except StartupError as exc:
             raise _fail(str(exc), EXIT_FAILED) from None
 

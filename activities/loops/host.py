@@ -1,0 +1,55 @@
+"""The loop worker this process is: its name, the task queue only it polls, where its
+workspaces live. `workers.loops` sets it when a loop worker starts."""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from temporalio.exceptions import ApplicationError
+
+from workflows.errors import ErrorType
+from workflows.loop_types import LOOP_TASK_QUEUE
+
+
+@dataclass(frozen=True)
+class LoopHost:
+    name: str
+    task_queue: str
+    workspaces: Path
+
+    def loop_dir(self, loop_id: str) -> Path:
+        return self.workspaces / loop_id
+
+    def repo(self, loop_id: str) -> Path:
+        return self.loop_dir(loop_id) / "repo"
+
+    def log(self, loop_id: str, round_: int, step: str) -> Path:
+        return self.loop_dir(loop_id) / "logs" / f"round-{round_}-{step}.log"
+
+
+_host: LoopHost | None = None
+
+
+def configure_host(
+    workspaces: Path, name: str | None = None, queue_prefix: str = LOOP_TASK_QUEUE
+) -> LoopHost:
+    """This process's identity as a loop worker; the queue name is unique to it."""
+    global _host
+    name = name or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    workspaces.mkdir(parents=True, exist_ok=True)
+    _host = LoopHost(name=name, task_queue=f"{queue_prefix}-{name}", workspaces=workspaces.resolve())
+    return _host
+
+
+def loop_host() -> LoopHost:
+    if _host is None:
+        raise ApplicationError(
+            "this worker is not a loop worker: start one with `openloop worker --loops`",
+            type=ErrorType.WORKSPACE_LOST,
+            non_retryable=True,
+        )
+    return _host

@@ -1,0 +1,220 @@
+"""The repair loop's activities: take a workspace, run one command in it, store its diff, and
+keep the loop's rows. Thin: git is `workspace`, the sandbox `sandbox`, reading test results
+`output_reading`, the rows `activities.store.loops`.
+
+Acquiring runs on the shared loop queue; the other workspace activities run on the queue of
+the worker that holds the workspace (`WorkspaceHandle.task_queue`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from github import Auth, GithubIntegration
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.github.client import _installation_id, _options, _private_key
+from activities.loops import workspace
+from activities.loops.host import loop_host
+from activities.loops.output_reading import failing_tests, metric
+from activities.loops.sandbox import Progress, SandboxRun, SandboxUnavailable, run_sandboxed
+from activities.runtime import runtime
+from activities.store import loops as loop_rows
+from workflows.errors import ErrorType
+from workflows.loop_template import render_command, step_environment
+from workflows.loop_types import (
+    AcquireRequest,
+    CommandRequest,
+    CommandResult,
+    DiffRequest,
+    DiffSnapshot,
+    LoopActivity,
+    LoopInput,
+    LoopResult,
+    RepoSource,
+    RoundReport,
+    WorkspaceHandle,
+)
+
+_TAIL_CHARS = 4000
+_REPORT_MAX_BYTES = 5_000_000  # a JUnit report bigger than this is not read
+
+
+@activity.defn(name=LoopActivity.START)
+async def start_loop(inp: LoopInput) -> None:
+    await loop_rows.start(await runtime().pool(), inp.loop_id, inp.spec, inp.started_by)
+
+
+@activity.defn(name=LoopActivity.RECORD_ROUND)
+async def record_round(report: RoundReport) -> None:
+    await loop_rows.record_round(await runtime().pool(), report)
+
+
+@activity.defn(name=LoopActivity.FINISH)
+async def finish_loop(result: LoopResult) -> None:
+    await loop_rows.finish(await runtime().pool(), result)
+
+
+def _clone_token(repo: str) -> str | None:
+    """An App installation token when an App is configured (its pushes trigger CI), else the token."""
+    settings = runtime().settings
+    if settings.github_app_id and settings.github_app_private_key:
+        app = Auth.AppAuth(
+            settings.github_app_id, _private_key(settings.github_app_private_key.get_secret_value())
+        )
+        options = _options(settings)
+        installation = _installation_id(settings, app, repo, options)
+        integration = GithubIntegration(auth=app, base_url=options["base_url"], retry=None)
+        return integration.get_access_token(installation).token
+    return settings.github_token.get_secret_value() if settings.github_token else None
+
+
+async def _create(repo: RepoSource, path: Path) -> str:
+    if repo.path:
+        return await workspace.copy_local(Path(repo.path), path)
+    assert repo.github
+    url = f"{runtime().settings.github_git_url.rstrip('/')}/{repo.github}.git"
+    token = await asyncio.to_thread(_clone_token, repo.github)
+    return await workspace.clone(workspace.GitRemote(url, token), repo.base, path)
+
+
+@activity.defn(name=LoopActivity.ACQUIRE_WORKSPACE)
+async def acquire_workspace(req: AcquireRequest) -> WorkspaceHandle:
+    """A fresh workspace on this worker: the base commit, plus the stored diff when rebuilding."""
+    host = loop_host()
+    path = host.repo(req.loop_id)
+    workspace.remove(path)  # a retried or repeated acquire starts clean
+    activity.heartbeat("cloning")
+    try:
+        base = await _create(req.repo, path)
+        if req.diff_sha:
+            patch = await loop_rows.load_diff(await runtime().pool(), req.diff_sha)
+            if patch is None:
+                raise workspace.WorkspaceError(f"the stored diff {req.diff_sha[:12]} is missing")
+            await workspace.apply(path, patch)
+    except workspace.WorkspaceError as exc:
+        raise ApplicationError(str(exc), type=ErrorType.WORKSPACE_ERROR, non_retryable=True) from None
+    return WorkspaceHandle(
+        loop_id=req.loop_id,
+        task_queue=host.task_queue,
+        worker=host.name,
+        path=str(path),
+        base_commit=base,
+        restored_diff=req.diff_sha,
+    )
+
+
+def _held(handle: WorkspaceHandle) -> Path:
+    """The workspace's path when this worker holds it; WORKSPACE_LOST otherwise."""
+    host = loop_host()
+    path = Path(handle.path)
+    if handle.worker != host.name or not (path / ".git").is_dir():
+        raise ApplicationError(
+            f"{host.name} does not hold the workspace of {handle.loop_id}",
+            type=ErrorType.WORKSPACE_LOST,
+            non_retryable=True,
+        )
+    return path
+
+
+def _reader(root: Path):  # type: ignore[no-untyped-def]
+    """Reads a file the command wrote, only inside the workspace (or its private /tmp)."""
+
+    def read(name: str) -> str | None:
+        try:
+            target = (root / name).resolve()
+            if not target.is_relative_to(root.resolve()) or target.stat().st_size > _REPORT_MAX_BYTES:
+                return None
+            return target.read_text(errors="replace")
+        except OSError:
+            return None
+
+    return read
+
+
+@activity.defn(name=LoopActivity.RUN_COMMAND)
+async def run_command(req: CommandRequest) -> CommandResult:
+    """One command in the sandbox, heartbeating its progress; its output stored, its result read."""
+    path = _held(req.workspace)
+    host = loop_host()
+    values = {
+        "workspace": str(path),
+        "project_root": str(path),
+        "round": str(req.round),
+        "last_error": req.last_error,
+    }
+    command = render_command(req.command, values)
+    log_path = host.log(req.loop_id, req.round, req.step.value)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+
+    def beat(progress: Progress) -> None:
+        eta = max(0.0, req.expected_seconds - progress.elapsed_s) if req.expected_seconds else None
+        activity.heartbeat(
+            {
+                "pid": progress.pid,
+                "command": command,
+                "log": str(log_path),
+                "round": req.round,
+                "step": req.step.value,
+                "elapsed_s": round(progress.elapsed_s, 1),
+                "output_bytes": progress.output_bytes,
+                "bytes_per_s": round(progress.bytes_per_s),
+                "eta_s": None if eta is None else round(eta, 1),
+            }
+        )
+
+    run = SandboxRun(
+        command=command,
+        workspace=path,
+        env=step_environment(str(path), str(path), req.round, req.step.value),
+        limits=req.limits,
+        sandbox=req.sandbox,
+        log_path=log_path,
+    )
+    try:
+        ended = await run_sandboxed(run, beat)
+    except SandboxUnavailable as exc:
+        raise ApplicationError(str(exc), type=ErrorType.SANDBOX_UNAVAILABLE, non_retryable=True) from None
+    output = log_path.read_bytes() if log_path.exists() else b""
+    info = activity.info()
+    output_id = await loop_rows.save_output(
+        await runtime().pool(), req.loop_id, req.round, req.step.value,
+        f"{info.workflow_run_id}/{info.activity_id}/{info.attempt}", output, ended.output_bytes > len(output),
+    )  # fmt: skip
+    text = output.decode(errors="replace")
+    return CommandResult(
+        step=req.step,
+        round=req.round,
+        command=command,
+        outcome=ended.outcome,
+        exit_code=ended.exit_code,
+        duration_s=round(ended.duration_s or time.monotonic() - started, 3),
+        output_bytes=ended.output_bytes,
+        output_id=output_id,
+        tail=ended.tail[-_TAIL_CHARS:],
+        failing_tests=failing_tests(text, _reader(path)),
+        metric=metric(text, req.metric_regex) if req.metric_regex else None,
+        reason=ended.reason,
+        sandboxed=ended.sandboxed,
+    )
+
+
+@activity.defn(name=LoopActivity.SAVE_DIFF)
+async def save_diff(req: DiffRequest) -> DiffSnapshot:
+    """The workspace's diff from its base commit, stored under its hash."""
+    path = _held(req.workspace)
+    try:
+        patch = await workspace.diff(path, req.workspace.base_commit)
+    except workspace.WorkspaceError as exc:
+        raise ApplicationError(str(exc), type=ErrorType.WORKSPACE_ERROR, non_retryable=True) from None
+    sha = await loop_rows.save_diff(await runtime().pool(), patch)
+    return workspace.snapshot(sha, patch)
+
+
+LOOP_STORE_ACTIVITIES = (start_loop, record_round, finish_loop)
+SHARED_QUEUE_ACTIVITIES = (acquire_workspace,)
+WORKSPACE_ACTIVITIES = (run_command, save_diff)

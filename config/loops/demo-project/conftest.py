@@ -1,0 +1,1 @@
+# Makes `calc` importable from the tests when pytest runs from this folder.

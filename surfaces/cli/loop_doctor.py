@@ -1,0 +1,102 @@
+"""`openloop loops doctor FILE`: is this loop runnable here? Each check names what is wrong.
+
+It reads the file (every problem with its line), then checks each command's program can be
+found, the repository can be reached with the credentials it would be cloned with, the
+sandbox can be made, and the baseline's pattern compiles (the file reader checks that).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from activities.loops.sandbox import sandbox_problem
+from activities.loops.workspace import WorkspaceError, git
+from config.settings import Settings
+from workflows.loop_types import LoopSpec
+
+_SHELL_WORDS = {"cd", "echo", "exit", "true", "false", "test", "[", "export", "set", "env", "exec"}
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def _program(command: str) -> str | None:
+    """The program a command line starts, skipping `VAR=value` prefixes; None if unclear."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for word in words:
+        if "=" in word.split("/")[0] and not word.startswith(("/", ".")):
+            continue
+        return word
+    return None
+
+
+def command_checks(spec: LoopSpec, project: Path | None) -> list[Check]:
+    checks = []
+    commands = dict(spec.commands)
+    for step, command in [(s.value, c) for s, c in commands.items()] + (
+        [("baseline", spec.baseline.command)] if spec.baseline else []
+    ):
+        program = _program(command)
+        if program is None:
+            checks.append(Check(f"{step} command", False, f"cannot read the command line: {command}"))
+            continue
+        found = (
+            program in _SHELL_WORDS
+            or shutil.which(program) is not None
+            or (project is not None and (project / program).exists())
+        )
+        detail = f"{program} found" if found else f"{program!r} is not on PATH or in the project"
+        checks.append(Check(f"{step} command", found, detail))
+    return checks
+
+
+def _local_check(path: Path) -> Check:
+    if path.is_dir():
+        return Check("repository", True, f"{path} (a local folder)")
+    return Check("repository", False, f"{path} is not a folder")
+
+
+async def repo_check(spec: LoopSpec, settings: Settings) -> Check:
+    repo = spec.repo
+    if repo.path:
+        return _local_check(Path(repo.path))
+    url = f"{settings.github_git_url.rstrip('/')}/{repo.github}.git"
+    token = settings.github_token.get_secret_value() if settings.github_token else None
+    if token is None and not settings.github_app_id:
+        return Check("credentials", False, "no GitHub credentials: set GITHUB_TOKEN or GITHUB_APP_ID + key")
+    try:
+        refs = await asyncio.wait_for(git(None, "ls-remote", "--heads", url, repo.base, token=token), 30)
+    except (WorkspaceError, TimeoutError) as exc:
+        return Check("repository", False, f"{repo.github} cannot be reached: {exc}")
+    if not refs.strip():
+        return Check("repository", False, f"{repo.github} has no branch {repo.base!r}")
+    return Check("repository", True, f"{repo.github}@{repo.base} reachable")
+
+
+def sandbox_check(spec: LoopSpec) -> Check:
+    if spec.sandbox.provider == "none":
+        return Check("sandbox", True, "provider none: commands run UNSANDBOXED, and every report says so")
+    problem = sandbox_problem()
+    return Check("sandbox", problem is None, problem or "bubblewrap works here")
+
+
+async def doctor(spec: LoopSpec, settings: Settings) -> list[Check]:
+    project = Path(spec.repo.path) if spec.repo.path else None
+    checks = [Check("loop file", True, f"{spec.source or spec.name} reads cleanly")]
+    checks += command_checks(spec, project)
+    checks.append(await repo_check(spec, settings))
+    checks.append(sandbox_check(spec))
+    if spec.baseline is not None:
+        checks.append(Check("baseline", True, f"{spec.baseline.metric_name}: pattern compiles"))
+    return checks

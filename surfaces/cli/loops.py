@@ -1,0 +1,287 @@
+"""`openloop loops init|doctor|run|status|logs|report|diff|list`: repair loops from the shell.
+
+`run` starts the loop's workflow and follows it live (the running command's heartbeat and
+each round's verdict) until it stops; Ctrl-C stops following, never the loop. The rest read
+the loop's rows in Postgres and, while it runs, the workflow's progress query.
+Exit codes: 0 ok (a loop that ended SUCCESS), 1 a loop that ended otherwise, 2 no stack,
+3 not found, 4 an invalid loop file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.service import RPCError
+
+from activities.store import loops as loop_rows
+from config.loop import STARTER_LOOP, load_loop_file
+from config.problems import AgentConfigError
+from config.settings import Settings
+from surfaces.cli.loop_doctor import doctor as run_doctor
+from surfaces.cli.loop_views import ending, report_lines, round_table, running_line
+from surfaces.cli.memory import EXIT_NOT_FOUND, fail, run_with_pool, who
+from surfaces.client import connect
+from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopInput, LoopResult, LoopSpec, LoopView, RepoSource
+
+EXIT_LOOP_FAILED = 1
+EXIT_INVALID = 4
+DEMO_PROJECT = Path(__file__).resolve().parents[2] / "config" / "loops" / "demo-project"
+
+loops_app = typer.Typer(
+    help="Repair loops: play, scan, fix and verify a project until it works.", no_args_is_help=True
+)
+console = Console(highlight=False, soft_wrap=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(loops_app, name="loops")
+
+
+def _load(file: Path) -> LoopSpec:
+    try:
+        return load_loop_file(file)
+    except AgentConfigError as exc:
+        for problem in exc.problems:
+            console.print(f"[red]✗[/red] {escape(str(problem))}")
+        raise typer.Exit(EXIT_INVALID) from None
+
+
+async def _client(settings: Settings) -> Client:
+    try:
+        return await connect(settings)
+    except RuntimeError as exc:
+        raise fail(str(exc), 2) from None
+
+
+@loops_app.command()
+def init(
+    folder: Annotated[Path, typer.Argument(help="Where to write loop.yaml and demo-project/")] = Path("."),
+) -> None:
+    """Write a starter loop file and the small demo project it repairs."""
+    loop_file, project = folder / "loop.yaml", folder / "demo-project"
+    for path in (loop_file, project):
+        if path.exists():
+            raise fail(f"{path} already exists: choose another folder or move it away", 1)
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(DEMO_PROJECT, project, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    loop_file.write_text(STARTER_LOOP.read_text())
+    console.print(f"[green]✓[/green] wrote {loop_file} and {project}/ (a calculator with one failing test)")
+    console.print(f"next: openloop loops doctor {loop_file}   then   openloop loops run {loop_file}")
+
+
+@loops_app.command()
+def doctor(file: Path) -> None:
+    """Check a loop can run here: its file, commands, repository, credentials and sandbox."""
+    spec = _load(file)
+    checks = asyncio.run(run_doctor(spec, Settings.from_env()))
+    for check in checks:
+        mark = "[green]✓[/green]" if check.ok else "[red]✗[/red]"
+        console.print(f"{mark} {check.name}: {escape(check.detail)}")
+    if not all(check.ok for check in checks):
+        raise typer.Exit(EXIT_INVALID)
+
+
+@loops_app.command()
+def run(
+    file: Path,
+    local: Annotated[
+        Path | None, typer.Option(help="Repair this local folder instead of the file's repo.")
+    ] = None,
+    detach: Annotated[
+        bool, typer.Option("--detach", help="Start it and return; follow with `loops status`.")
+    ] = False,
+) -> None:
+    """Start a loop and follow it until it stops."""
+    spec = _load(file)
+    if local is not None:
+        spec = spec.model_copy(update={"repo": RepoSource(path=str(local.resolve()))})
+    loop_id = f"loop-{spec.name}-{uuid.uuid4().hex[:8]}"
+    settings = Settings.from_env()
+
+    async def start() -> int:
+        client = await _client(settings)
+        handle = await client.start_workflow(
+            LOOP_WORKFLOW_NAME,
+            LoopInput(
+                loop_id=loop_id, spec=spec, started_by=f"cli:{who()}", loop_queue=settings.loop_task_queue
+            ),
+            id=loop_id,
+            task_queue=settings.task_queue,
+            result_type=LoopResult,
+        )
+        console.print(
+            f"started {loop_id} ({spec.name}); Web UI: http://localhost:{settings.temporal_ui_port}"
+        )
+        if detach:
+            console.print(f"follow it: openloop loops status {loop_id}")
+            return 0
+        return await _follow(client, handle)
+
+    raise typer.Exit(asyncio.run(start()))
+
+
+async def _heartbeat(client: Client, handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
+    """The running command's latest heartbeat (pid, elapsed, output, ETA), if any."""
+    description = await handle.describe()
+    for pending in description.raw_description.pending_activities:
+        if pending.heartbeat_details.payloads:
+            [details] = await client.data_converter.decode(pending.heartbeat_details.payloads)
+            if isinstance(details, dict):
+                return details
+    return None
+
+
+async def _view(handle: WorkflowHandle[Any, Any]) -> LoopView | None:
+    try:
+        return await handle.query("progress", result_type=LoopView | None)  # type: ignore[arg-type]
+    except RPCError:
+        return None
+
+
+async def _follow(client: Client, handle: WorkflowHandle[Any, Any]) -> int:
+    result_task = asyncio.ensure_future(handle.result())
+    shown = 0
+    try:
+        with Live(running_line(None, None), console=console, refresh_per_second=4, transient=True) as live:
+            while not result_task.done():
+                view = await _view(handle)
+                if view is not None:
+                    live.update(running_line(view, await _heartbeat(client, handle)))
+                    for verdict in view.verdicts[shown:]:
+                        shown += 1
+                        live.console.print(f"round {shown}: {verdict.value}")
+                await asyncio.wait({result_task}, timeout=1.0)
+    except KeyboardInterrupt:
+        console.print(f"stopped following; the loop goes on: openloop loops status {handle.id}")
+        return 0
+    result: LoopResult = result_task.result()
+    for line in ending(result.status.value, result.reason, result.next_action):
+        console.print(line)
+    console.print(f"reports: openloop loops report {handle.id}")
+    return 0 if result.status.value == "SUCCESS" else EXIT_LOOP_FAILED
+
+
+@loops_app.command()
+def status(loop_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Where a loop is: its running command (live) and its rounds so far."""
+
+    async def read() -> dict[str, Any]:
+        client = await _client(Settings.from_env())
+        handle = client.get_workflow_handle(loop_id)
+        try:
+            running = (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
+        except RPCError:
+            running = False
+        view = await _view(handle) if running else None
+        beat = await _heartbeat(client, handle) if running else None
+        row, reports = await run_with_pool_async(loop_id)
+        return {"view": view, "heartbeat": beat, "row": row, "reports": reports}
+
+    found = asyncio.run(read())
+    row, reports = found["row"], found["reports"]
+    if row is None and found["view"] is None:
+        raise fail(f"no loop {loop_id}", EXIT_NOT_FOUND)
+    if as_json:
+        view = found["view"]
+        print(
+            json.dumps(
+                {
+                    "loop_id": loop_id,
+                    "status": row["status"] if row else "RUNNING",
+                    "reason": row["reason"] if row else "",
+                    "next_action": row["next_action"] if row else "",
+                    "running": None if view is None else view.model_dump(mode="json"),
+                    "heartbeat": found["heartbeat"],
+                    "rounds": [r.model_dump(mode="json") for r in reports],
+                },
+                indent=2,
+                default=str,
+            )
+        )
+        return
+    if found["view"] is not None and row is not None and row["status"] == "RUNNING":
+        console.print(running_line(found["view"], found["heartbeat"]))
+    if reports:
+        console.print(round_table(reports))
+    if row is not None and row["status"] != "RUNNING":
+        for line in ending(row["status"], row["reason"], row["next_action"]):
+            console.print(line)
+
+
+async def run_with_pool_async(loop_id: str) -> tuple[dict[str, Any] | None, list[Any]]:
+    from activities.store.db import close_pools, get_pool
+
+    url = Settings.from_env().require_database_url()
+    pool = await get_pool(url)
+    try:
+        return await loop_rows.loop_row(pool, loop_id), await loop_rows.reports(pool, loop_id)
+    finally:
+        await close_pools()
+
+
+@loops_app.command()
+def logs(
+    loop_id: str,
+    round_: Annotated[int | None, typer.Option("--round", help="Only this round.")] = None,
+    step: Annotated[
+        str | None, typer.Option(help="Only this step: play, scan, fix, verify, baseline, improve.")
+    ] = None,
+) -> None:
+    """Print the stored output of a loop's commands."""
+    outputs = run_with_pool(lambda pool: loop_rows.outputs(pool, loop_id, round_, step))
+    if not outputs:
+        raise fail(f"no stored output for {loop_id}" + (f" round {round_}" if round_ else ""), EXIT_NOT_FOUND)
+    for output in outputs:
+        console.rule(f"round {output['round']} · {output['step']}")
+        if output["truncated"]:
+            console.print("[dim](only the last part of this output was kept)[/dim]")
+        console.out(bytes(output["output"]).decode(errors="replace"), highlight=False)
+
+
+@loops_app.command()
+def report(loop_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Print each round's report: commands, exit codes, durations, failing tests, verdict."""
+    reports = run_with_pool(lambda pool: loop_rows.reports(pool, loop_id))
+    if not reports:
+        raise fail(f"no finished rounds for {loop_id}", EXIT_NOT_FOUND)
+    if as_json:
+        print(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
+        return
+    for one in reports:
+        for line in report_lines(one):
+            console.print(line)
+
+
+@loops_app.command()
+def diff(loop_id: str) -> None:
+    """Print the loop's change (its last round's diff from the base), ready for `git apply`."""
+
+    async def read(pool: Any) -> bytes | None:
+        reports = await loop_rows.reports(pool, loop_id)
+        last = next((r.diff for r in reversed(reports) if r.diff is not None), None)
+        return None if last is None else await loop_rows.load_diff(pool, last.sha256)
+
+    patch = run_with_pool(read)
+    if patch is None:
+        raise fail(f"no stored diff for {loop_id}", EXIT_NOT_FOUND)
+    print(patch.decode(errors="replace"), end="")
+
+
+@loops_app.command("list")
+def list_loops() -> None:
+    """The most recent loops and how each ended."""
+    rows = run_with_pool(loop_rows.recent_loops)
+    for row in rows:
+        console.print(
+            f"{row['loop_id']:<40} {row['status']:<12} {row['rounds']:>3} round(s)  {escape(row['reason'])}"
+        )

@@ -1,0 +1,160 @@
+"""Repair loops end to end: the real dev server, real Postgres, a real repository cloned over
+git's smart HTTP with the agent's token, and every command run in bubblewrap."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from temporalio.client import Client
+from click.testing import Result
+from typer.testing import CliRunner
+
+from surfaces.cli.main import app
+from tests.integration.loop_env import PYTEST, loop_world, project_with
+from workflows.loop_types import Baseline, Limits, LoopStatus, Outcome, RoundVerdict, Step
+
+FIX = "python autofix.py {last_error}"
+
+
+async def _cli(*args: str, pg_url: str) -> Result:
+    """The CLI in a thread: its commands run their own event loop."""
+    return await asyncio.to_thread(CliRunner().invoke, app, list(args), env={"OPENLOOP_DATABASE_URL": pg_url})
+
+
+async def test_a_shell_fix_repairs_the_project_in_round_two(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    async with loop_world(client, pg_url, tmp_path, project_with(tmp_path)) as world:
+        loop_id, result = await world.run(world.spec({Step.FIX: FIX, Step.VERIFY: PYTEST}))
+        reports = await world.reports(loop_id)
+        patch = await world.diff(result)
+        cloned_with_token = [authorized for method, path, authorized in world.git.requests]
+
+    assert result.status is LoopStatus.SUCCESS, result.reason
+    assert result.rounds == 2 and "round 2" in result.reason
+    first, second = reports
+    assert [c.step for c in first.commands] == [Step.VERIFY]  # nothing had failed yet: no fix
+    assert first.failing_tests == ["tests/test_calc.py::test_mean"]
+    assert first.verdict is RoundVerdict.FAILED
+    assert [c.step for c in second.commands] == [Step.FIX, Step.VERIFY]
+    assert second.fixed_tests == ["tests/test_calc.py::test_mean"] and second.failing_tests == []
+    assert second.verdict is RoundVerdict.PASSED
+    assert all(c.sandboxed and c.output_id is not None for r in reports for c in r.commands)
+    assert "-    return sum(values) / (len(values) + 1)" in patch
+    assert "+    return sum(values) / len(values)" in patch
+    assert cloned_with_token and all(cloned_with_token)
+
+    logs = await _cli("loops", "logs", loop_id, "--round", "1", "--step", "verify", pg_url=pg_url)
+    assert logs.exit_code == 0 and "FAILED tests/test_calc.py::test_mean" in logs.output
+    report = await _cli("loops", "report", loop_id, pg_url=pg_url)
+    assert report.exit_code == 0 and "Round 2" in report.output and "fixed:" in report.output
+    diff = await _cli("loops", "diff", loop_id, pg_url=pg_url)
+    assert diff.exit_code == 0 and "+    return sum(values) / len(values)" in diff.output
+
+
+async def test_a_baseline_below_target_keeps_the_loop_going(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    project = project_with(tmp_path, **{"score.txt": "1\n"})
+    bump = "p = pathlib.Path('score.txt'); p.write_text(str(int(p.read_text()) + 1))"
+    improve = f'python -c "import pathlib; {bump}"'
+    baseline = Baseline(
+        command="python -c \"print('score:', open('score.txt').read())\"",
+        metric_name="score",
+        regex=r"score: (\d+)",
+        value=3,
+    )
+    async with loop_world(client, pg_url, tmp_path, project) as world:
+        spec = world.spec({Step.FIX: FIX, Step.IMPROVE: improve, Step.VERIFY: PYTEST}, baseline=baseline)
+        loop_id, result = await world.run(spec)
+        reports = await world.reports(loop_id)
+
+    assert result.status is LoopStatus.SUCCESS, result.reason
+    assert [r.metric for r in reports] == [1, 1, 2, 3]
+    # Tests pass from round 2, the metric reaches its target only in round 4.
+    assert [r.verdict for r in reports] == [
+        RoundVerdict.FAILED,
+        RoundVerdict.IMPROVING,
+        RoundVerdict.IMPROVING,
+        RoundVerdict.PASSED,
+    ]
+    assert [c.step for c in reports[2].commands] == [Step.IMPROVE, Step.VERIFY, Step.BASELINE]
+
+
+async def test_a_fix_that_breaks_another_test_is_regressing(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    # Repairs mean() but breaks add(), then gives up.
+    breaker = """\
+        import pathlib
+        p = pathlib.Path("calc.py")
+        text = p.read_text()
+        if "(len(values) + 1)" in text:
+            p.write_text(text.replace("(len(values) + 1)", "len(values)").replace("a + b", "a - b"))
+        else:
+            raise SystemExit("nothing more to try")
+        """
+    project = project_with(tmp_path, **{"breaker.py": breaker})
+    async with loop_world(client, pg_url, tmp_path, project) as world:
+        limits = Limits(max_consecutive_failures=2, no_progress_rounds=5, command_timeout_s=60)
+        loop_id, result = await world.run(
+            world.spec({Step.FIX: "python breaker.py", Step.VERIFY: PYTEST}, limits=limits)
+        )
+        reports = await world.reports(loop_id)
+
+    second = reports[1]
+    assert second.verdict is RoundVerdict.REGRESSING
+    assert second.fixed_tests == ["tests/test_calc.py::test_mean"]
+    assert second.broken_tests == ["tests/test_calc.py::test_add"]
+    assert result.status is LoopStatus.BLOCKED
+    assert "2 rounds in a row failed" in result.reason and "openloop loops logs" in result.next_action
+
+
+async def test_three_failing_fixes_in_a_row_end_blocked(client: Client, pg_url: str, tmp_path: Path) -> None:
+    # Each round's fix breaks a different thing, so the failing set keeps changing.
+    shuffler = """\
+        import pathlib, sys
+        n = int(sys.argv[1])
+        pathlib.Path(f"tests/test_extra_{n}.py").write_text("def test_new():\\n    assert False\\n")
+        old = pathlib.Path(f"tests/test_extra_{n - 1}.py")
+        if old.exists():
+            old.unlink()
+        """
+    project = project_with(tmp_path, **{"shuffler.py": shuffler})
+    async with loop_world(client, pg_url, tmp_path, project) as world:
+        spec = world.spec({Step.FIX: "python shuffler.py {round}", Step.VERIFY: PYTEST})
+        loop_id, result = await world.run(spec)
+        reports = await world.reports(loop_id)
+
+    assert result.status is LoopStatus.BLOCKED, result.reason
+    assert len(reports) == 4  # round 1 had no fix yet; rounds 2-4 are three failing fixes
+    assert result.reason.startswith("3 rounds in a row failed; round 4:")
+    assert reports[-1].broken_tests == ["tests/test_extra_4.py::test_new"]
+
+
+async def test_the_same_failures_round_after_round_end_no_progress(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    async with loop_world(client, pg_url, tmp_path, project_with(tmp_path)) as world:
+        limits = Limits(no_progress_rounds=2, max_consecutive_failures=5, command_timeout_s=60)
+        loop_id, result = await world.run(world.spec({Step.FIX: "true", Step.VERIFY: PYTEST}, limits=limits))
+
+    assert result.status is LoopStatus.NO_PROGRESS
+    assert "tests/test_calc.py::test_mean" in result.reason and "3 rounds in a row" in result.reason
+
+
+async def test_a_silent_command_is_killed_as_stalled_and_the_round_is_abnormal(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    async with loop_world(client, pg_url, tmp_path, project_with(tmp_path)) as world:
+        limits = Limits(stall_timeout_s=1.0, command_timeout_s=30, total_rounds=1)
+        loop_id, result = await world.run(
+            world.spec({Step.SCAN: "sleep 20", Step.VERIFY: PYTEST}, limits=limits)
+        )
+        [report] = await world.reports(loop_id)
+
+    scan = report.commands[0]
+    assert scan.outcome is Outcome.STALLED and scan.duration_s < 10
+    assert report.verdict is RoundVerdict.ABNORMAL
+    assert result.status is LoopStatus.BLOCKED and "used all 1 rounds" in result.reason

@@ -1,0 +1,268 @@
+"""A repair loop: play, scan, fix, verify and baseline a project, round after round, until every
+check passes or the loop stops for a reason a person can read.
+
+Durable where loop scripts are not: each command is an activity with a timeout on the worker
+that holds the workspace (its own task queue), each finished round's diff is stored, and when
+that worker dies the workspace is rebuilt on another one from the last finished round's diff
+and the round runs again. Judging rounds is `workflows.loop_progress`; the commands run in
+`activities.loops`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+from workflows.loop_progress import LoopProgress
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.errors import ErrorType
+    from workflows.loop_types import (
+        LOOP_WORKFLOW_NAME,
+        AcquireRequest,
+        CommandRequest,
+        CommandResult,
+        DiffRequest,
+        DiffSnapshot,
+        LoopActivity,
+        LoopInput,
+        LoopResult,
+        LoopStatus,
+        LoopView,
+        RoundReport,
+        Step,
+        WorkspaceHandle,
+    )
+
+# Rows in Postgres: retried through an outage, never given up.
+_STORE = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1)),
+}
+_CLONE_TIMEOUT = timedelta(minutes=15)
+_COMMAND_GRACE = timedelta(seconds=60)  # past the command's own timeout: the worker is stuck
+_NOT_RETRIED = [
+    ErrorType.WORKSPACE_ERROR.value,
+    ErrorType.SANDBOX_UNAVAILABLE.value,
+    ErrorType.WORKSPACE_LOST.value,
+]
+_LAST_ERROR_CHARS = 2000
+_T = TypeVar("_T")
+
+
+class WorkspaceLost(Exception):
+    """The worker holding the workspace stopped answering: rebuild it elsewhere."""
+
+
+def _lost(err: ActivityError) -> bool:
+    cause = err.cause
+    if isinstance(cause, TimeoutError):
+        return True
+    return isinstance(cause, ApplicationError) and cause.type == ErrorType.WORKSPACE_LOST
+
+
+def _why(err: BaseException) -> str:
+    cause = err.cause if isinstance(err, ActivityError) else err
+    return str(cause or err)
+
+
+@workflow.defn(name=LOOP_WORKFLOW_NAME)
+class RepairLoopWorkflow:
+    def __init__(self) -> None:
+        self._view: LoopView | None = None
+        self._diff: DiffSnapshot | None = None  # the last finished round's
+        self._durations: dict[Step, float] = {}  # each step's last run, for the ETA
+
+    @workflow.query(name="progress")
+    def progress(self) -> LoopView | None:
+        return self._view
+
+    def _show(self, **changes: object) -> None:
+        assert self._view is not None
+        self._view = self._view.model_copy(update=changes)
+
+    @workflow.run
+    async def run(self, inp: LoopInput) -> LoopResult:
+        spec = inp.spec
+        sandboxed = spec.sandbox.provider != "none"
+        self._view = LoopView(
+            loop_id=inp.loop_id, name=spec.name, status=LoopStatus.RUNNING, round=0, step=None,
+            worker="", verdicts=[], sandboxed=sandboxed,
+        )  # fmt: skip
+        await workflow.execute_activity(LoopActivity.START, inp, summary=f"loop {spec.name}", **_STORE)
+        try:
+            result = await self._rounds(inp)
+        except asyncio.CancelledError:
+            result = self._result(
+                inp, LoopStatus.CANCELLED, "cancelled", "start it again with openloop loops run"
+            )
+        except (ActivityError, WorkspaceLost) as err:
+            result = self._result(
+                inp,
+                LoopStatus.ERROR,
+                _why(err),
+                f"fix the cause, then run it again; openloop loops doctor {spec.source or 'FILE'}",
+            )
+        self._show(status=result.status, reason=result.reason, next_action=result.next_action, step=None)
+        await workflow.execute_activity(
+            LoopActivity.FINISH, result, summary=f"loop {result.status}", **_STORE
+        )
+        return result
+
+    def _result(self, inp: LoopInput, status: LoopStatus, reason: str, next_action: str) -> LoopResult:
+        assert self._view is not None
+        return LoopResult(
+            loop_id=inp.loop_id, status=status, reason=reason, next_action=next_action,
+            rounds=len(self._view.verdicts), diff=self._diff,
+        )  # fmt: skip
+
+    async def _rounds(self, inp: LoopInput) -> LoopResult:
+        spec = inp.spec
+        progress = LoopProgress(
+            spec.limits, spec.baseline, has_fixer=Step.FIX in spec.commands or Step.IMPROVE in spec.commands
+        )
+        workspace = await self._acquire(inp)
+        last_error, round_, reacquired = "", 1, 0
+        while True:
+            self._show(round=round_)
+            try:
+                results = await self._round(inp, workspace, round_, progress, last_error)
+                diff = await self._save_diff(inp, workspace, round_)
+            except WorkspaceLost as lost:
+                reacquired += 1
+                if reacquired > inp.timeouts.max_reacquires:
+                    raise WorkspaceLost(f"lost the workspace {reacquired} times; last: {lost}") from None
+                workflow.logger.warning("workspace lost in round %d (%s); rebuilding it", round_, lost)
+                workspace = await self._acquire(inp)
+                continue  # the same round again, from the last finished round's diff
+            judgement = progress.judge(results)
+            failed = [r for r in results if r.step is not Step.FIX and r.outcome.value != "passed"]
+            last_error = failed[-1].tail[-_LAST_ERROR_CHARS:] if failed else ""
+            self._diff = diff
+            report = RoundReport(
+                loop_id=inp.loop_id, round=round_, commands=results, failing_tests=judgement.failing,
+                fixed_tests=judgement.fixed, broken_tests=judgement.broken, metric=judgement.metric,
+                verdict=judgement.verdict, diff=diff, worker=workspace.worker, note=judgement.note,
+            )  # fmt: skip
+            await workflow.execute_activity(
+                LoopActivity.RECORD_ROUND, report, summary=f"round {round_}: {judgement.verdict}", **_STORE
+            )
+            assert self._view is not None
+            self._show(verdicts=[*self._view.verdicts, judgement.verdict])
+            stop = progress.stop(round_, judgement, inp.loop_id)
+            if stop is not None:
+                return self._result(inp, stop.status, stop.reason, stop.next_action)
+            round_ += 1
+
+    async def _round(
+        self, inp: LoopInput, workspace: WorkspaceHandle, round_: int, progress: LoopProgress, last_error: str
+    ) -> list[CommandResult]:
+        commands = inp.spec.commands
+        results: list[CommandResult] = []
+        for step in (Step.PLAY, Step.SCAN):
+            if step in commands:
+                results.append(await self._command(inp, workspace, round_, step, commands[step], last_error))
+        fixer: Step | None = None
+        if progress.metric_missed:
+            fixer = Step.IMPROVE if Step.IMPROVE in commands else Step.FIX if Step.FIX in commands else None
+        elif progress.needs_fix(results) and Step.FIX in commands:
+            fixer = Step.FIX
+        if fixer is not None:
+            results.append(await self._command(inp, workspace, round_, fixer, commands[fixer], last_error))
+        results.append(
+            await self._command(inp, workspace, round_, Step.VERIFY, commands[Step.VERIFY], last_error)
+        )
+        if inp.spec.baseline is not None:
+            baseline = inp.spec.baseline
+            results.append(
+                await self._command(
+                    inp, workspace, round_, Step.BASELINE, baseline.command, last_error, baseline.regex
+                )
+            )
+        return results
+
+    async def _command(
+        self,
+        inp: LoopInput,
+        workspace: WorkspaceHandle,
+        round_: int,
+        step: Step,
+        command: str,
+        last_error: str,
+        metric_regex: str | None = None,
+    ) -> CommandResult:
+        self._show(step=step)
+        request = CommandRequest(
+            loop_id=inp.loop_id, workspace=workspace, round=round_, step=step, command=command,
+            last_error=last_error, limits=inp.spec.limits, sandbox=inp.spec.sandbox,
+            metric_regex=metric_regex, expected_seconds=self._durations.get(step),
+        )  # fmt: skip
+        result = await self._on_workspace(
+            inp, workspace, LoopActivity.RUN_COMMAND, request, CommandResult,
+            timedelta(seconds=inp.spec.limits.command_timeout_s) + _COMMAND_GRACE, f"round {round_}: {step}",
+        )  # fmt: skip
+        self._durations[step] = result.duration_s
+        return result
+
+    async def _save_diff(self, inp: LoopInput, workspace: WorkspaceHandle, round_: int) -> DiffSnapshot:
+        request = DiffRequest(loop_id=inp.loop_id, workspace=workspace, round=round_)
+        return await self._on_workspace(
+            inp,
+            workspace,
+            LoopActivity.SAVE_DIFF,
+            request,
+            DiffSnapshot,
+            timedelta(minutes=5),
+            f"round {round_}: save diff",
+        )
+
+    async def _on_workspace(
+        self,
+        inp: LoopInput,
+        workspace: WorkspaceHandle,
+        activity: str,
+        request: object,
+        result_type: type[_T],
+        run_limit: timedelta,
+        summary: str,
+    ) -> _T:
+        try:
+            return await workflow.execute_activity(
+                activity,
+                request,
+                result_type=result_type,
+                task_queue=workspace.task_queue,
+                start_to_close_timeout=run_limit,
+                schedule_to_start_timeout=timedelta(seconds=inp.timeouts.pickup_s),
+                heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
+                # Once only: a second attempt on a dead worker's queue would wait for nobody.
+                retry_policy=RetryPolicy(maximum_attempts=1),
+                summary=summary,
+            )
+        except ActivityError as err:
+            if _lost(err):
+                raise WorkspaceLost(f"{workspace.worker}: {_why(err)}") from None
+            raise
+
+    async def _acquire(self, inp: LoopInput) -> WorkspaceHandle:
+        self._show(step=None, worker="")
+        request = AcquireRequest(
+            loop_id=inp.loop_id, repo=inp.spec.repo, diff_sha=self._diff.sha256 if self._diff else None
+        )
+        workspace = await workflow.execute_activity(
+            LoopActivity.ACQUIRE_WORKSPACE,
+            request,
+            result_type=WorkspaceHandle,
+            task_queue=inp.loop_queue,
+            start_to_close_timeout=_CLONE_TIMEOUT,
+            heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
+            retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=_NOT_RETRIED),
+            summary="rebuild the workspace" if self._diff else "clone the workspace",
+        )
+        self._show(worker=workspace.worker)
+        return workspace
