@@ -2,8 +2,8 @@
 
 Starts PostgreSQL + pgvector (pgserver) and the Temporal dev server (Web UI included) with
 their data under the state dir, applies migrations, applies the shipped example agents on
-first run, then runs the worker and the HTTP surfaces server in this process. Ctrl-C or
-SIGTERM stops every child it started; a second `up` with the same state dir keeps all data.
+first run, then runs the worker, a loop worker and the HTTP surfaces server in this process.
+Ctrl-C or SIGTERM stops every child it started; a second `up` with the same state dir keeps all data.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from surfaces.cli.terminal import commands
 from surfaces.client import connect
 from surfaces.web import login_url
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, listen_socket, ports_taken
+from workers.loops import build_loop_workers
 from workers.run import report_model_keys
 from workers.worker import build_worker
 
@@ -149,6 +150,7 @@ async def run_stack(
             client = await connect(settings)
             await _ensure_schedules(client, settings)
             worker = build_worker(client, settings)
+            _, loop_workers = build_loop_workers(client, settings)
             server = uvicorn.Server(
                 uvicorn.Config(
                     create_app(settings, client),
@@ -161,7 +163,7 @@ async def run_stack(
             # The loop's signal handlers decide shutdown; uvicorn's own would raise the signal
             # again once it stopped, and that KeyboardInterrupt tore down its lifespan mid-way.
             server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-        async with worker:
+        async with worker, loop_workers[0], loop_workers[1]:
             # SIGINT/SIGTERM reach the loop's handlers above: `stopping` decides shutdown.
             serve = asyncio.create_task(_serve(server, http_socket, settings.http_address))
             await _until_serving(server, serve)
