@@ -196,7 +196,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
         output_bytes=ended.output_bytes,
         output_id=output_id,
         tail=ended.tail[-_TAIL_CHARS:],
-        failing_tests=failing_tests(text, _reader(path)),
+        failing_tests=failing_tests(text, _reader(path), command=command),
         metric=metric(text, req.metric_regex) if req.metric_regex else None,
         reason=ended.reason,
         sandboxed=ended.sandboxed,

@@ -43,10 +43,7 @@ def _program(command: str) -> str | None:
 
 def command_checks(spec: LoopSpec, project: Path | None) -> list[Check]:
     checks = []
-    commands = dict(spec.commands)
-    for step, command in [(s.value, c) for s, c in commands.items()] + (
-        [("baseline", spec.baseline.command)] if spec.baseline else []
-    ):
+    for step, command in [(s.value, c) for s, c in spec.commands.items()]:
         program = _program(command)
         if program is None:
             checks.append(Check(f"{step} command", False, f"cannot read the command line: {command}"))

@@ -86,7 +86,7 @@ def test_the_starter_file_loads_next_to_its_demo_project(tmp_path: Path) -> None
     spec = load_loop_file(tmp_path / "loop.yaml")
     assert spec.repo.path == str(tmp_path / "demo-project")
     assert spec.commands == {
-        Step.FIX: "python autofix.py",
+        Step.FIX: "python autofix.py {last_error}",
         Step.VERIFY: "python -m pytest -q -p no:cacheprovider",
     }
     assert spec.sandbox.provider == "bubblewrap" and not spec.sandbox.network
