@@ -5,9 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LITELLM_LOCAL_MODEL_COST_MAP=True
-# The Web UI test drives Debian's headless chromium; install it when we may (as root).
-if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+# The Web UI test drives Debian's headless chromium and loop commands run in bubblewrap;
+# install whichever is missing when we may (as root).
+debs=()
+command -v chromium >/dev/null 2>&1 || debs+=(chromium)
+command -v bwrap >/dev/null 2>&1 || debs+=(bubblewrap)
+if [ "${#debs[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debs[@]}" >/dev/null
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip

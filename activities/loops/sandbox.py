@@ -1,0 +1,363 @@
+"""Run one command line of a repair loop inside bubblewrap, with limits, and say how it ended.
+
+The command sees its workspace (read-write, also its working directory), the system
+directories and the worker's Python (read-only), a private /tmp, and only the variables it is
+given; no network unless the loop asks for it. A command that cannot be sandboxed is never run
+unconfined: `run_sandboxed` raises `SandboxUnavailable`. Provider "none" runs it directly with
+the same limits and scrubbed environment, and the outcome says so (`sandboxed=False`).
+Temporal and the loop's meaning of each step stay out of this module."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from workflows.loop_types import Limits, Outcome, Sandbox
+
+__all__ = ["Progress", "RunOutcome", "SandboxRun", "SandboxUnavailable", "run_sandboxed", "sandbox_problem"]
+
+WATCH_INTERVAL_S = 0.2  # how often memory, process count and both clocks are checked
+KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL: time for a test runner to clean up
+DRAIN_TIMEOUT_S = 1.0  # output still arriving after the command ended
+PROBE_TIMEOUT_S = 10.0
+TAIL_LINES = 60
+TAIL_BYTES = 4096
+TRUNCATED_MARK = b"[... earlier output dropped ...]\n"
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+KUBERNETES_HINT = (
+    "on Kubernetes the pod needs user namespaces and an unmasked /proc (seccomp and AppArmor "
+    "'Unconfined' and procMount 'Unmasked', or a privileged container); see deploy/README.md"
+)
+
+
+class SandboxUnavailable(RuntimeError):
+    """The loop asked for bubblewrap and this worker cannot make the sandbox."""
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    command: str  # a shell line, run by /bin/sh -c
+    workspace: Path  # the only writable host path, at the same path inside; the working directory
+    env: Mapping[str, str]  # the only variables the command sees, besides PATH, HOME and LANG defaults
+    limits: Limits
+    sandbox: Sandbox
+    log_path: Path  # the command's output, outside the workspace; keeps the last limits.output_kb KB
+
+
+@dataclass(frozen=True)
+class Progress:
+    pid: int
+    elapsed_s: float
+    output_bytes: int
+    bytes_per_s: float  # since the previous report
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    outcome: Outcome
+    exit_code: int | None  # None when it was killed or never started
+    duration_s: float
+    output_bytes: int  # everything the command printed, kept or not
+    tail: str  # its last lines
+    reason: str  # why, in words, when it did not simply pass
+    sandboxed: bool
+
+
+def sandbox_problem() -> str | None:
+    """None when bubblewrap can make a sandbox here, else what a person should do about it."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap is not installed: apt-get install bubblewrap"
+    if shutil.which("prlimit") is None:
+        return "prlimit is not installed: apt-get install util-linux"
+    with tempfile.TemporaryDirectory() as workspace:
+        argv = _limited(Limits()) + _bwrap_argv("true", Path(workspace), {}, Limits(), Sandbox())
+        try:
+            probe = subprocess.run(
+                argv, capture_output=True, timeout=PROBE_TIMEOUT_S, env={"PATH": SYSTEM_PATH}, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"bwrap cannot create a sandbox here: {error}; {KUBERNETES_HINT}"
+    if probe.returncode != 0:
+        stderr = probe.stderr.decode(errors="replace").strip()
+        return f"bwrap cannot create namespaces here: {stderr}; {KUBERNETES_HINT}"
+    return None
+
+
+async def run_sandboxed(
+    run: SandboxRun, on_progress: Callable[[Progress], None] | None = None, progress_every_s: float = 1.0
+) -> RunOutcome:
+    sandboxed = run.sandbox.provider != "none"
+    if sandboxed:
+        if run.sandbox.provider != "bubblewrap":
+            raise ValueError(f"unknown sandbox provider {run.sandbox.provider!r}: use 'bubblewrap' or 'none'")
+        problem = await asyncio.to_thread(sandbox_problem)
+        if problem:
+            raise SandboxUnavailable(problem)
+    started = time.monotonic()
+    workspace = run.workspace.resolve()
+    needed = [workspace, *(Path(path) for path in run.sandbox.read_only if sandboxed)]
+    missing = [path for path in needed if not path.exists()]
+    if missing:
+        return _not_started(f"could not start: {missing[0]} does not exist", started, sandboxed)
+    if sandboxed:
+        argv = _bwrap_argv(run.command, workspace, run.env, run.limits, run.sandbox)
+        env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}  # bwrap clears it again for the command
+    else:
+        argv, env = ["/bin/sh", "-c", run.command], _command_env(run.env)
+    supervision = _Supervision(_OutputLog(run.log_path, run.limits.output_kb), run.limits, sandboxed)
+    try:
+        await asyncio.get_running_loop().subprocess_exec(
+            lambda: supervision,
+            *_limited(run.limits),
+            *argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=workspace,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as error:
+        supervision.log.close()
+        return _not_started(f"could not start: {error}", started, sandboxed)
+    return await supervision.run(on_progress, progress_every_s)
+
+
+def _limited(limits: Limits) -> list[str]:
+    # Root is exempt from RLIMIT_NPROC, so the watcher counts processes too.
+    nproc, fsize = limits.max_processes, limits.max_file_mb << 20
+    return ["prlimit", f"--nproc={nproc}", f"--fsize={fsize}", "--core=0", "--"]
+
+
+def _command_env(env: Mapping[str, str]) -> dict[str, str]:
+    python_bin = Path(sys.prefix).resolve() / "bin"
+    return {"PATH": f"{python_bin}:{SYSTEM_PATH}", "HOME": "/tmp", "LANG": "C.UTF-8", **env}
+
+
+def _bwrap_argv(
+    command: str, workspace: Path, env: Mapping[str, str], limits: Limits, sandbox: Sandbox
+) -> list[str]:
+    # Run as root, bwrap keeps every capability unless told otherwise, and with them the command
+    # could remount a read-only bind writable.
+    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if sandbox.network:
+        argv.append("--share-net")
+    for system_dir in SYSTEM_DIRS:
+        if os.path.islink(system_dir):  # merged /usr: /lib -> usr/lib
+            argv += ["--symlink", os.readlink(system_dir), system_dir]
+        elif os.path.isdir(system_dir):
+            argv += ["--ro-bind", system_dir, system_dir]
+    # Files in /tmp live in memory, so /tmp gets the memory limit as its size.
+    argv += ["--dev", "/dev", "--proc", "/proc", "--size", str(limits.memory_mb << 20), "--tmpfs", "/tmp"]
+    read_only = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
+    read_only |= {Path(path).resolve() for path in sandbox.read_only}
+    binds = [("--ro-bind", path) for path in sorted(read_only)] + [("--bind", workspace)]
+    # Parents before children: a read-only path inside the workspace stays read-only, and a
+    # workspace under a read-only path stays writable.
+    for flag, path in sorted(binds, key=lambda bind: len(bind[1].parts)):
+        argv += [flag, str(path), str(path)]
+    argv.append("--clearenv")
+    for name, value in _command_env(env).items():
+        argv += ["--setenv", name, value]
+    return argv + ["--chdir", str(workspace), "/bin/sh", "-c", command]
+
+
+def _not_started(reason: str, started: float, sandboxed: bool) -> RunOutcome:
+    duration = time.monotonic() - started
+    return RunOutcome(Outcome.ABNORMAL, None, duration, 0, "", reason, sandboxed)
+
+
+class _Supervision(asyncio.SubprocessProtocol):
+    """One running command: its output streamed to the log, its limits watched, its end told.
+
+    A protocol rather than asyncio's Process, whose wait() also waits for the output pipe to
+    close, which a background process left behind by an unconfined command holds open."""
+
+    def __init__(self, log: _OutputLog, limits: Limits, sandboxed: bool):
+        self.log = log
+        self.limits = limits
+        self.sandboxed = sandboxed
+        self.started = self.last_output = time.monotonic()
+        self.output_bytes = 0
+        self.verdict: tuple[Outcome, str] | None = None  # set when we end it
+        loop = asyncio.get_running_loop()
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.output_closed: asyncio.Future[None] = loop.create_future()
+        self.transport: asyncio.SubprocessTransport | None = None
+        self.pid = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        self.transport, self.pid = transport, transport.get_pid()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        assert isinstance(data, bytes)
+        self.log.write(data)
+        self.output_bytes += len(data)
+        self.last_output = time.monotonic()
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.output_closed.done():
+            self.output_closed.set_result(None)
+
+    def process_exited(self) -> None:
+        self.exited.set_result(None)
+
+    async def run(self, on_progress: Callable[[Progress], None] | None, every_s: float) -> RunOutcome:
+        assert self.transport is not None
+        watcher = asyncio.create_task(self._watch(on_progress, every_s))
+        try:
+            await asyncio.wait([self.exited, watcher], return_when=asyncio.FIRST_COMPLETED)
+            if watcher.done():
+                watcher.result()  # a failing progress callback ends the run with its error
+            await asyncio.shield(self.exited)  # a cancelled run must not cancel the shared future
+            self._signal_tree(signal.SIGKILL)  # what an unconfined command left in the background
+            with suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self.output_closed), DRAIN_TIMEOUT_S)
+        except BaseException:
+            self._signal_tree(signal.SIGKILL)
+            await asyncio.shield(self.exited)
+            raise
+        finally:
+            watcher.cancel()
+            self.transport.close()
+            self.log.close()
+        duration = time.monotonic() - self.started
+        if self.verdict is not None:
+            (outcome, reason), exit_code = self.verdict, None
+        else:
+            outcome, exit_code, reason = _judge_exit(self.transport.get_returncode() or 0)
+        return RunOutcome(
+            outcome, exit_code, duration, self.output_bytes, self.log.tail(), reason, self.sandboxed
+        )
+
+    async def _watch(self, on_progress: Callable[[Progress], None] | None, every_s: float) -> None:
+        reported_at, reported_bytes = self.started, 0
+        while self.verdict is None:
+            await asyncio.sleep(WATCH_INTERVAL_S)
+            now = time.monotonic()
+            self.verdict = self._check_clocks(now) or await asyncio.to_thread(self._check_tree)
+            if on_progress is not None and now - reported_at >= every_s:
+                speed = (self.output_bytes - reported_bytes) / (now - reported_at)
+                on_progress(Progress(self.pid, now - self.started, self.output_bytes, speed))
+                reported_at, reported_bytes = now, self.output_bytes
+        self._signal_tree(signal.SIGTERM)
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.exited), KILL_GRACE_S)
+        self._signal_tree(signal.SIGKILL)
+
+    def _check_clocks(self, now: float) -> tuple[Outcome, str] | None:
+        if now - self.started > self.limits.command_timeout_s:
+            return Outcome.TIMED_OUT, f"ran past the {self.limits.command_timeout_s:g} s limit"
+        if now - self.last_output > self.limits.stall_timeout_s:
+            return Outcome.STALLED, f"no output for {self.limits.stall_timeout_s:.1f} s"
+        return None
+
+    def _check_tree(self) -> tuple[Outcome, str] | None:
+        tree = self._tree()
+        used_mb = sum(_rss(member) for member in tree) >> 20
+        if used_mb > self.limits.memory_mb:
+            return Outcome.OUT_OF_MEMORY, f"used {used_mb} MB, over the {self.limits.memory_mb} MB limit"
+        if len(tree) > self.limits.max_processes:
+            return Outcome.ABNORMAL, f"started more than {self.limits.max_processes} processes"
+        return None
+
+    def _tree(self) -> list[psutil.Process]:
+        if self.exited.done():  # reaped: its pid may be someone else's now
+            return []
+        with suppress(psutil.Error):
+            root = psutil.Process(self.pid)
+            return [root, *root.children(recursive=True)]
+        return []
+
+    def _signal_tree(self, sig: signal.Signals) -> None:
+        members = self._tree()
+        if sig == signal.SIGTERM and self.sandboxed:
+            # bwrap ends when the command does; ending bwrap first would SIGKILL the command
+            # before it could clean up.
+            members = [member for member in members if member.pid != self.pid]
+        for member in members:
+            with suppress(psutil.Error):
+                member.send_signal(sig)
+        if not self.sandboxed:  # a sandboxed tree dies with its pid namespace
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+
+
+def _rss(member: psutil.Process) -> int:
+    with suppress(psutil.Error):
+        return int(member.memory_info().rss)
+    return 0
+
+
+def _judge_exit(returncode: int) -> tuple[Outcome, int | None, str]:
+    """The shell (and bwrap) report a child killed by signal N as exit code 128+N."""
+    if returncode == 0:
+        return Outcome.PASSED, 0, ""
+    signal_number = -returncode if returncode < 0 else returncode - 128
+    exit_code = None if returncode < 0 else returncode
+    if not 0 < signal_number < 32:
+        return Outcome.FAILED, returncode, f"exit code {returncode}"
+    if signal_number == signal.SIGXFSZ:
+        return Outcome.ABNORMAL, exit_code, "wrote a file past the size limit (SIGXFSZ)"
+    name = signal.Signals(signal_number).name
+    reason = f"killed by {name}" + (
+        " (perhaps the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
+    )
+    return Outcome.ABNORMAL, exit_code, reason
+
+
+class _OutputLog:
+    """The command's output file. Past twice the kept size it is cut back to the last `keep`
+    bytes, so a chatty command cannot fill the disk; a cut file starts with TRUNCATED_MARK."""
+
+    def __init__(self, path: Path, keep_kb: int):
+        self.path = path
+        self.keep = max(1, keep_kb) * 1024
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("wb")
+        self._kept_bytes = 0  # of the command's output in the file, not counting the mark
+        self._last = bytearray()
+
+    def write(self, chunk: bytes) -> None:
+        self._file.write(chunk)
+        self._kept_bytes += len(chunk)
+        self._last = (self._last + chunk)[-2 * TAIL_BYTES :]
+        if self._kept_bytes > 2 * self.keep:
+            self._cut()
+
+    def close(self) -> None:
+        if self._kept_bytes > self.keep:
+            self._cut()
+        self._file.close()
+
+    def tail(self) -> str:
+        lines = bytes(self._last).decode(errors="replace").splitlines()[-TAIL_LINES:]
+        return "\n".join(lines)[-TAIL_BYTES:]
+
+    def _cut(self) -> None:
+        self._file.close()
+        with self.path.open("rb") as old:
+            old.seek(-self.keep, os.SEEK_END)
+            kept = old.read()
+        newline = kept.find(b"\n")
+        if 0 <= newline < len(kept) - 1:  # the first line is likely partial
+            kept = kept[newline + 1 :]
+        cut_path = self.path.with_name(self.path.name + ".cut")
+        cut_path.write_bytes(TRUNCATED_MARK + kept)
+        os.replace(cut_path, self.path)
+        self._file = self.path.open("ab")
+        self._kept_bytes = len(kept)
