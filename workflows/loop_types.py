@@ -197,6 +197,7 @@ class CommandResult(_Frozen):
     metric: float | None = None
     reason: str = ""  # why an abnormal outcome happened, in words
     sandboxed: bool = True
+    error_summary: str = ""  # what the next round's {last_error} gets from a failed command
 
 
 class DiffRequest(_Frozen):

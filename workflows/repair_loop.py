@@ -142,7 +142,7 @@ class RepairLoopWorkflow:
                 continue  # the same round again, from the last finished round's diff
             judgement = progress.judge(results)
             failed = [r for r in results if r.step is not Step.FIX and r.outcome.value != "passed"]
-            last_error = failed[-1].tail[-_LAST_ERROR_CHARS:] if failed else ""
+            last_error = (failed[-1].error_summary or failed[-1].tail)[-_LAST_ERROR_CHARS:] if failed else ""
             self._diff = diff
             report = RoundReport(
                 loop_id=inp.loop_id, round=round_, commands=results, failing_tests=judgement.failing,

@@ -9,6 +9,7 @@ the worker that holds the workspace (`WorkspaceHandle.task_queue`).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from activities.github.client import _installation_id, _options, _private_key
 from activities.loops import workspace
 from activities.loops.host import loop_host
-from activities.loops.output_reading import failing_tests, metric
+from activities.loops.output_reading import failing_tests, last_error, metric
 from activities.loops.sandbox import Progress, SandboxRun, SandboxUnavailable, run_sandboxed
 from activities.runtime import runtime
 from activities.store import loops as loop_rows
@@ -34,6 +35,7 @@ from workflows.loop_types import (
     LoopActivity,
     LoopInput,
     LoopResult,
+    Outcome,
     RepoSource,
     RoundReport,
     WorkspaceHandle,
@@ -135,6 +137,12 @@ def _reader(root: Path):  # type: ignore[no-untyped-def]
     return read
 
 
+def _command_env(req: CommandRequest, path: Path) -> dict[str, str]:
+    """The step's variables plus only the worker variables the loop lists in `env_from`."""
+    allowed = {name: os.environ[name] for name in req.sandbox.env_from if name in os.environ}
+    return allowed | step_environment(str(path), str(path), req.round, req.step.value)
+
+
 @activity.defn(name=LoopActivity.RUN_COMMAND)
 async def run_command(req: CommandRequest) -> CommandResult:
     """One command in the sandbox, heartbeating its progress; its output stored, its result read."""
@@ -170,7 +178,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
     run = SandboxRun(
         command=command,
         workspace=path,
-        env=step_environment(str(path), str(path), req.round, req.step.value),
+        env=_command_env(req, path),
         limits=req.limits,
         sandbox=req.sandbox,
         log_path=log_path,
@@ -200,6 +208,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
         metric=metric(text, req.metric_regex) if req.metric_regex else None,
         reason=ended.reason,
         sandboxed=ended.sandboxed,
+        error_summary="" if ended.outcome is Outcome.PASSED else last_error(ended.tail) or ended.reason,
     )
 
 

@@ -80,6 +80,12 @@ def round_table(reports: list[RoundReport]) -> Table:
     return table
 
 
+def _short(command: str, limit: int = 100) -> str:
+    """A command line on one line: a long {last_error} argument is cut."""
+    flat = " ".join(command.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def report_lines(report: RoundReport) -> list[str]:
     """One round's report as a person reads it."""
     lines = [f"[bold]Round {report.round}[/bold]: {report.verdict.value} — {escape(report.note)}"]
@@ -88,7 +94,7 @@ def report_lines(report: RoundReport) -> list[str]:
         code = "—" if command.exit_code is None else str(command.exit_code)
         lines.append(
             f"  {command.step.value:<8} {command.outcome.value:<13} exit {code:<4}"
-            f" {command.duration_s:7.2f} s  {escape(command.command)}{sandbox}"
+            f" {command.duration_s:7.2f} s  {escape(_short(command.command))}{sandbox}"
         )
         if command.reason:
             lines.append(f"           {escape(command.reason)}")

@@ -165,6 +165,10 @@ async def _follow(client: Client, handle: WorkflowHandle[Any, Any]) -> int:
         console.print(f"stopped following; the loop goes on: openloop loops status {handle.id}")
         return 0
     result: LoopResult = result_task.result()
+    final = await _view(handle)
+    for number, verdict in enumerate(final.verdicts if final else [], start=1):
+        if number > shown:
+            console.print(f"round {number}: {verdict.value}")
     for line in ending(result.status.value, result.reason, result.next_action):
         console.print(line)
     console.print(f"reports: openloop loops report {handle.id}")

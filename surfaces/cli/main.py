@@ -60,7 +60,18 @@ for _name in COMMAND_MODULES:
 # thread state must be current", temporalio/sdk-python#300), turning a finished command
 # into exit code -6; these end without that teardown, their output flushed first. Commands
 # that own processes or servers (`up`, `worker`, `serve`) exit normally, cleanups and all.
-CLIENT_COMMANDS = {"ask", "approve", "deny", "reply", "cancel", "extend", "explain", "tasks", "status", "loops"}
+CLIENT_COMMANDS = {
+    "ask",
+    "approve",
+    "deny",
+    "reply",
+    "cancel",
+    "extend",
+    "explain",
+    "tasks",
+    "status",
+    "loops",
+}
 
 
 def main() -> None:
