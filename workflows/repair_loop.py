@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -40,7 +40,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 # Rows in Postgres: retried through an outage, never given up.
-_STORE = {
+_STORE: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),
     "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1)),
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
@@ -53,8 +54,8 @@ async def save_output(
     output: bytes,
     truncated: bool,
 ) -> int:
-    async with pool.connection() as conn:
-        cur = await conn.execute(
+    async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
             "INSERT INTO loop_outputs (loop_id, round, step, attempt, output, truncated)"
             " VALUES (%s, %s, %s, %s, %s, %s)"
             " ON CONFLICT (loop_id, round, step, attempt)"
@@ -79,23 +80,21 @@ async def save_diff(pool: AsyncConnectionPool, diff: bytes) -> str:
 
 
 async def load_diff(pool: AsyncConnectionPool, sha: str) -> bytes | None:
-    async with pool.connection() as conn:
-        cur = await conn.execute("SELECT diff FROM workspace_diffs WHERE sha256 = %s", (sha,))
+    async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute("SELECT diff FROM workspace_diffs WHERE sha256 = %s", (sha,))
         row = await cur.fetchone()
     return None if row is None else bytes(row["diff"])
 
 
 async def loop_row(pool: AsyncConnectionPool, loop_id: str) -> dict[str, Any] | None:
-    async with pool.connection() as conn:
-        cur = await conn.execute("SELECT * FROM loops WHERE loop_id = %s", (loop_id,))
+    async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute("SELECT * FROM loops WHERE loop_id = %s", (loop_id,))
         return await cur.fetchone()
 
 
 async def reports(pool: AsyncConnectionPool, loop_id: str) -> list[RoundReport]:
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "SELECT report FROM loop_rounds WHERE loop_id = %s ORDER BY round", (loop_id,)
-        )
+    async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute("SELECT report FROM loop_rounds WHERE loop_id = %s ORDER BY round", (loop_id,))
         rows = await cur.fetchall()
     return [RoundReport.model_validate(row["report"]) for row in rows]
 
@@ -104,8 +103,8 @@ async def outputs(
     pool: AsyncConnectionPool, loop_id: str, round_: int | None = None, step: str | None = None
 ) -> list[dict[str, Any]]:
     """Stored outputs in run order (round, then when recorded), optionally one round or step."""
-    async with pool.connection() as conn:
-        cur = await conn.execute(
+    async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
             "SELECT output_id, round, step, attempt, output, truncated FROM loop_outputs"
             " WHERE loop_id = %s AND (%s::int IS NULL OR round = %s) AND (%s::text IS NULL OR step = %s)"
             " ORDER BY round, output_id",
@@ -115,8 +114,8 @@ async def outputs(
 
 
 async def recent_loops(pool: AsyncConnectionPool, limit: int = 20) -> list[dict[str, Any]]:
-    async with pool.connection() as conn:
-        cur = await conn.execute(
+    async with pool.connection() as conn, conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(
             "SELECT loop_id, name, status, reason, started_at, finished_at,"
             " (SELECT count(*) FROM loop_rounds r WHERE r.loop_id = l.loop_id) AS rounds"
             " FROM loops l ORDER BY started_at DESC LIMIT %s",
