@@ -26,6 +26,7 @@ from temporalio.worker import Interceptor, Replayer
 
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.repair_loop import RepairLoopWorkflow
 from workflows.types import WORKFLOW_NAME
 
 # The core wraps its message in a Rust debug dump; this picks the message out.
@@ -52,6 +53,9 @@ _COMMAND_EVENTS = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
 }
+
+# The workflows whose histories replay: agent tasks and repair loops.
+REPLAYED: tuple[type, ...] = (AgentTaskWorkflow, RepairLoopWorkflow)
 
 
 async def fetch_history(client: Client, task_id: str, run_id: str | None = None) -> WorkflowHistory:
@@ -112,7 +116,7 @@ def _quiet_runtime() -> Runtime:
 
 
 def replayer(
-    workflows: Sequence[type] = (AgentTaskWorkflow,),
+    workflows: Sequence[type] = REPLAYED,
     interceptors: Sequence[Interceptor] = (),
 ) -> Replayer:
     """A replayer set up like the worker: same sandbox, same data converter."""
@@ -127,7 +131,7 @@ def replayer(
 
 async def replay(
     histories: Iterable[WorkflowHistory] | AsyncIterator[WorkflowHistory],
-    workflows: Sequence[type] = (AgentTaskWorkflow,),
+    workflows: Sequence[type] = REPLAYED,
 ) -> list[ReplayReport]:
     """Replay every history; one report each, failures included (never raises for them)."""
     reports: list[ReplayReport] = []
@@ -176,7 +180,7 @@ async def _replays(history: WorkflowHistory, workflows: Sequence[type]) -> bool:
 
 
 async def locate_divergence(
-    history: WorkflowHistory, message: str, workflows: Sequence[type] = (AgentTaskWorkflow,)
+    history: WorkflowHistory, message: str, workflows: Sequence[type] = REPLAYED
 ) -> HistoryEvent | None:
     """The recorded event where the code stops matching the history.
 
