@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from activities.loops.run_record import OutputLog, RunOutcome, judge_exit
 from workflows.loop_types import Limits, Outcome, Sandbox
 
 __all__ = ["Progress", "RunOutcome", "SandboxRun", "SandboxUnavailable", "run_sandboxed", "sandbox_problem"]
@@ -32,9 +33,6 @@ WATCH_INTERVAL_S = 0.2  # how often memory, process count and both clocks are ch
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL: time for a test runner to clean up
 DRAIN_TIMEOUT_S = 1.0  # output still arriving after the command ended
 PROBE_TIMEOUT_S = 10.0
-TAIL_LINES = 60
-TAIL_BYTES = 4096
-TRUNCATED_MARK = b"[... earlier output dropped ...]\n"
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KUBERNETES_HINT = (
@@ -63,17 +61,6 @@ class Progress:
     elapsed_s: float
     output_bytes: int
     bytes_per_s: float  # since the previous report
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    outcome: Outcome
-    exit_code: int | None  # None when it was killed or never started
-    duration_s: float
-    output_bytes: int  # everything the command printed, kept or not
-    tail: str  # its last lines
-    reason: str  # why, in words, when it did not simply pass
-    sandboxed: bool
 
 
 def sandbox_problem() -> str | None:
@@ -117,7 +104,7 @@ async def run_sandboxed(
         env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}  # bwrap clears it again for the command
     else:
         argv, env = ["/bin/sh", "-c", run.command], _command_env(run.env)
-    supervision = _Supervision(_OutputLog(run.log_path, run.limits.output_kb), run.limits, sandboxed)
+    supervision = _Supervision(OutputLog(run.log_path, run.limits.output_kb), run.limits, sandboxed)
     try:
         await asyncio.get_running_loop().subprocess_exec(
             lambda: supervision,
@@ -186,7 +173,7 @@ class _Supervision(asyncio.SubprocessProtocol):
     A protocol rather than asyncio's Process, whose wait() also waits for the output pipe to
     close, which a background process left behind by an unconfined command holds open."""
 
-    def __init__(self, log: _OutputLog, limits: Limits, sandboxed: bool):
+    def __init__(self, log: OutputLog, limits: Limits, sandboxed: bool):
         self.log = log
         self.limits = limits
         self.sandboxed = sandboxed
@@ -239,7 +226,7 @@ class _Supervision(asyncio.SubprocessProtocol):
         if self.verdict is not None:
             (outcome, reason), exit_code = self.verdict, None
         else:
-            outcome, exit_code, reason = _judge_exit(self.transport.get_returncode() or 0)
+            outcome, exit_code, reason = judge_exit(self.transport.get_returncode() or 0)
         return RunOutcome(
             outcome, exit_code, duration, self.output_bytes, self.log.tail(), reason, self.sandboxed
         )
@@ -301,63 +288,3 @@ def _rss(member: psutil.Process) -> int:
     with suppress(psutil.Error):
         return int(member.memory_info().rss)
     return 0
-
-
-def _judge_exit(returncode: int) -> tuple[Outcome, int | None, str]:
-    """The shell (and bwrap) report a child killed by signal N as exit code 128+N."""
-    if returncode == 0:
-        return Outcome.PASSED, 0, ""
-    signal_number = -returncode if returncode < 0 else returncode - 128
-    exit_code = None if returncode < 0 else returncode
-    if not 0 < signal_number < 32:
-        return Outcome.FAILED, returncode, f"exit code {returncode}"
-    if signal_number == signal.SIGXFSZ:
-        return Outcome.ABNORMAL, exit_code, "wrote a file past the size limit (SIGXFSZ)"
-    name = signal.Signals(signal_number).name
-    reason = f"killed by {name}" + (
-        " (perhaps the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
-    )
-    return Outcome.ABNORMAL, exit_code, reason
-
-
-class _OutputLog:
-    """The command's output file. Past twice the kept size it is cut back to the last `keep`
-    bytes, so a chatty command cannot fill the disk; a cut file starts with TRUNCATED_MARK."""
-
-    def __init__(self, path: Path, keep_kb: int):
-        self.path = path
-        self.keep = max(1, keep_kb) * 1024
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = path.open("wb")
-        self._kept_bytes = 0  # of the command's output in the file, not counting the mark
-        self._last = bytearray()
-
-    def write(self, chunk: bytes) -> None:
-        self._file.write(chunk)
-        self._kept_bytes += len(chunk)
-        self._last = (self._last + chunk)[-2 * TAIL_BYTES :]
-        if self._kept_bytes > 2 * self.keep:
-            self._cut()
-
-    def close(self) -> None:
-        if self._kept_bytes > self.keep:
-            self._cut()
-        self._file.close()
-
-    def tail(self) -> str:
-        lines = bytes(self._last).decode(errors="replace").splitlines()[-TAIL_LINES:]
-        return "\n".join(lines)[-TAIL_BYTES:]
-
-    def _cut(self) -> None:
-        self._file.close()
-        with self.path.open("rb") as old:
-            old.seek(-self.keep, os.SEEK_END)
-            kept = old.read()
-        newline = kept.find(b"\n")
-        if 0 <= newline < len(kept) - 1:  # the first line is likely partial
-            kept = kept[newline + 1 :]
-        cut_path = self.path.with_name(self.path.name + ".cut")
-        cut_path.write_bytes(TRUNCATED_MARK + kept)
-        os.replace(cut_path, self.path)
-        self._file = self.path.open("ab")
-        self._kept_bytes = len(kept)

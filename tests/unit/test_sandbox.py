@@ -10,8 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from activities.loops.run_record import TRUNCATED_MARK
 from activities.loops.sandbox import (
-    TRUNCATED_MARK,
     Progress,
     RunOutcome,
     SandboxRun,
