@@ -176,8 +176,21 @@ async def _follow(client: Client, handle: WorkflowHandle[Any, Any]) -> int:
 
 
 @loops_app.command()
-def status(loop_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Where a loop is: its running command (live) and its rounds so far."""
+def status(
+    loop_id: str,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep watching until the loop stops.")
+    ] = False,
+) -> None:
+    """Where a loop is: its running command (pid, elapsed, output, ETA) and its rounds so far."""
+    if follow:
+
+        async def watch() -> int:
+            client = await _client(Settings.from_env())
+            return await _follow(client, client.get_workflow_handle(loop_id, result_type=LoopResult))
+
+        raise typer.Exit(asyncio.run(watch()))
 
     async def read() -> dict[str, Any]:
         client = await _client(Settings.from_env())
