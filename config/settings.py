@@ -50,6 +50,7 @@ class Settings(BaseModel):
     github_api_url: str = "https://api.github.com"
     github_git_url: str = "https://github.com"  # where repair loops clone repositories from
     workspaces_dir: Path | None = None  # loop workspaces (default: <state dir>/workspaces)
+    loop_files_dir: Path | None = None  # loop files agents may start (default: <state dir>/loops)
     github_app_id: str | None = None
     github_app_private_key: SecretStr | None = None
 
@@ -81,6 +82,9 @@ class Settings(BaseModel):
             workspaces_dir=Path(_env("OPENLOOP_WORKSPACES_DIR") or "").expanduser()
             if _env("OPENLOOP_WORKSPACES_DIR")
             else None,
+            loop_files_dir=Path(_env("OPENLOOP_LOOPS_DIR") or "").expanduser()
+            if _env("OPENLOOP_LOOPS_DIR")
+            else None,
             github_app_id=_env("GITHUB_APP_ID"),
             github_app_private_key=_secret("GITHUB_APP_PRIVATE_KEY"),
         )
@@ -92,6 +96,10 @@ class Settings(BaseModel):
     @property
     def http_port(self) -> int:
         return int(self.http_address.rsplit(":", 1)[1])
+
+    @property
+    def loops_dir(self) -> Path:
+        return self.loop_files_dir or self.state_dir / "loops"
 
     @property
     def loop_workspaces(self) -> Path:

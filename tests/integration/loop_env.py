@@ -109,6 +109,7 @@ async def loop_world(
         github_token=SecretStr(TOKEN),
         github_git_url=git.url,
         workspaces_dir=tmp_path / "workspaces",
+        loop_files_dir=tmp_path / "loop-files",
     )
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(build_worker(client, settings))
