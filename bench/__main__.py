@@ -1,6 +1,6 @@
 """The agent-runtime benches: `python -m bench all`, or one of orchestration, history,
-tokens, throughput, parked, mcp; `python -m bench report` redraws the tables from the last JSON
-results.
+tokens, throughput, parked, mcp, loops; `python -m bench report` redraws the tables from the
+last JSON results.
 
 Sizes: the default run takes about 18 minutes on 2 cores (1,000 tasks at once in the
 throughput sweep, 1,000 parked tasks); `--quick` about 5 minutes; `--full` parks 5,000
@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench import history, mcp, orchestration, parked, throughput, tokens
+from bench import history, loops, mcp, orchestration, parked, throughput, tokens
 from bench.common import RESULTS_DIR, embedded_stack, log, serve_worker, write_result
 
 BENCHES: dict[str, ModuleType] = {
@@ -32,6 +32,7 @@ BENCHES: dict[str, ModuleType] = {
     "throughput": throughput,
     "parked": parked,
     "mcp": mcp,
+    "loops": loops,
 }
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
 BEGIN, END = "<!-- generated: begin -->", "<!-- generated: end -->"
@@ -340,6 +341,53 @@ def _mcp(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
     )
 
 
+def _loops(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
+    o, a, sizes = r["overhead"], r["reacquire"], r["sizes"]
+    wall, per_round, again = o["wall_s"], o["per_round_ms"], a["seconds"]["acquire_with_diff"]
+    rows = [
+        [
+            f"repair loop / shell script, {sizes['rounds']} rounds of 2 x {sizes['command_s']:g} s commands",
+            f"{wall['loop']['median']} / {wall['shell']['median']} s: {o['loop_over_shell']['median']}x "
+            f"median ({o['loop_over_shell']['min']}x min), {per_round['over_shell']:.0f} ms a round",
+            "<= 1.1x",
+            verdict(r["targets"]["loop_within_1.1x_shell"]),
+        ],
+        [
+            "repair loop / the same commands each in its bwrap",
+            f"{o['loop_over_shell_bwrap']['median']}x median, {per_round['over_shell_bwrap']:.0f} ms a round",
+            "(report)",
+            "",
+        ],
+        [
+            f"re-acquire a {a['repo']['files_mb']:g} MB workspace (clone + stored diff)",
+            f"{again['median']} s, {a['mb_per_s']['acquire_with_diff']} MB/s; diff apply "
+            f"{a['diff_apply_ms']['median']} ms; in a loop {a['in_a_loop']['reacquire_s']} s",
+            "(report)",
+            "",
+        ],
+    ]
+    runs = table(
+        ["variant", "median (s)", "min (s)", "runs (s)"],
+        [[k, v["median"], v["min"], v["runs"]] for k, v in wall.items()],
+    )
+    spent = table(
+        ["where the loop's time goes (median run)", "s", "ms a round"],
+        [[k, v, o["loop_time_per_round_ms"][k]] for k, v in o["loop_time_s_median"].items()],
+    )
+    acquire = table(
+        ["re-acquire", "median (s)", "min (s)", "MB/s"],
+        [[k, v["median"], v["min"], a["mb_per_s"][k]] for k, v in a["seconds"].items()],
+    )
+    lost = ", ".join(f"{k} {v}" for k, v in a["in_a_loop"].items())
+    return rows, (
+        f"{runs}\n\nbwrap per command: {o['bwrap_ms_per_command']} ms; the sandbox probe before each: "
+        f"{o['sandbox_probe_ms']} ms.\n\n{spent}\n\nRepository: {a['repo']['files_mb']} MB of files, "
+        f"a {a['repo']['pack_mb']} MB pack, a {a['repo']['diff_bytes']:,}-byte diff; served by "
+        f"{a['served_by']}.\n\n{acquire}\n\nDiff load {a['diff_load_ms']['median']} ms, apply "
+        f"{a['diff_apply_ms']['median']} ms (median). A loop whose workspace is lost in round 2: {lost}."
+    )
+
+
 RENDER = {
     "orchestration": _orchestration,
     "throughput": _throughput,
@@ -347,6 +395,7 @@ RENDER = {
     "history": _history,
     "tokens": _tokens,
     "mcp": _mcp,
+    "loops": _loops,
 }
 TITLES = {
     "orchestration": "1. Orchestration overhead per step",
@@ -355,6 +404,7 @@ TITLES = {
     "history": "4. History cost",
     "tokens": "5. Token efficiency",
     "mcp": "7. MCP tools",
+    "loops": "8. Repair loops",
 }
 
 
@@ -362,7 +412,7 @@ def render(out: Path) -> str:
     results = {n: json.loads((out / f"{n}.json").read_text()) for n in RENDER if (out / f"{n}.json").exists()}
     summary: list[list[Any]] = []
     sections = []
-    for name in ("orchestration", "throughput", "parked", "history", "tokens", "mcp"):
+    for name in ("orchestration", "throughput", "parked", "history", "tokens", "mcp", "loops"):
         if name not in results:
             continue
         r = results[name]
