@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from temporalio.client import Client
 from click.testing import Result
+from temporalio.client import Client
 from typer.testing import CliRunner
 
 from surfaces.cli.main import app
