@@ -24,8 +24,8 @@ class LoopHost:
     def loop_dir(self, loop_id: str) -> Path:
         return self.workspaces / loop_id
 
-    def repo(self, loop_id: str) -> Path:
-        return self.loop_dir(loop_id) / "repo"
+    def repo(self, loop_id: str, attempt: int = 1) -> Path:
+        return self.loop_dir(loop_id) / ("repo" if attempt == 1 else f"repo-{attempt}")
 
     def log(self, loop_id: str, round_: int, step: str) -> Path:
         return self.loop_dir(loop_id) / "logs" / f"round-{round_}-{step}.log"

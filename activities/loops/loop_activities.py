@@ -42,6 +42,7 @@ from workflows.loop_types import (
 )
 
 _TAIL_CHARS = 4000
+_ACQUIRE_BEAT_SECONDS = 1.0
 _REPORT_MAX_BYTES = 5_000_000  # a JUnit report bigger than this is not read
 
 
@@ -83,13 +84,23 @@ async def _create(repo: RepoSource, path: Path) -> str:
     return await workspace.clone(workspace.GitRemote(url, token), repo.base, path)
 
 
+async def _beat_while_acquiring() -> None:
+    started = time.monotonic()
+    while True:
+        activity.heartbeat({"step": "acquire", "elapsed_s": round(time.monotonic() - started, 1)})
+        await asyncio.sleep(_ACQUIRE_BEAT_SECONDS)
+
+
 @activity.defn(name=LoopActivity.ACQUIRE_WORKSPACE)
 async def acquire_workspace(req: AcquireRequest) -> WorkspaceHandle:
     """A fresh workspace on this worker: the base commit, plus the stored diff when rebuilding."""
     host = loop_host()
-    path = host.repo(req.loop_id)
-    workspace.remove(path)  # a retried or repeated acquire starts clean
-    activity.heartbeat("cloning")
+    # Each attempt clones into a folder of its own: an earlier attempt that timed out may
+    # still be writing to its folder.
+    path = host.repo(req.loop_id, activity.info().attempt)
+    workspace.remove(path)
+    # Beat all along: a big clone takes longer than the heartbeat timeout that notices a dead worker.
+    beating = asyncio.create_task(_beat_while_acquiring())
     try:
         base = await _create(req.repo, path)
         if req.diff_sha:
@@ -99,6 +110,8 @@ async def acquire_workspace(req: AcquireRequest) -> WorkspaceHandle:
             await workspace.apply(path, patch)
     except workspace.WorkspaceError as exc:
         raise ApplicationError(str(exc), type=ErrorType.WORKSPACE_ERROR, non_retryable=True) from None
+    finally:
+        beating.cancel()
     return WorkspaceHandle(
         loop_id=req.loop_id,
         task_queue=host.task_queue,

@@ -38,7 +38,7 @@ def running_line(view: LoopView | None, beat: dict[str, Any] | None) -> Text:
         parts.append(view.step.value)
     elif view.status is LoopStatus.RUNNING:
         parts.append("taking a workspace")
-    if beat:
+    if beat and "pid" in beat:
         parts.append(f"{beat.get('elapsed_s', 0):.1f} s")
         speed = beat.get("bytes_per_s") or 0
         parts.append(f"{_size(int(beat.get('output_bytes', 0)))} ({_size(int(speed))}/s)")

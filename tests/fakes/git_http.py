@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlparse
@@ -35,6 +36,7 @@ class FakeGitHost:
         self.root = root
         self.token = token
         self.requests: list[tuple[str, str, bool]] = []  # method, path, authorized
+        self.delay_seconds = 0.0  # each answer waits this long: a slow or large clone
         root.mkdir(parents=True, exist_ok=True)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -103,6 +105,7 @@ class FakeGitHost:
                     "REMOTE_ADDR": "127.0.0.1",
                     "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
                 }
+                time.sleep(host.delay_seconds)
                 done = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True)
                 head, _, payload = done.stdout.partition(b"\r\n\r\n")
                 status = 200

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from surfaces.cli.main import app
 from tests.integration.loop_env import PYTEST, loop_world, project_with
-from workflows.loop_types import Baseline, Limits, LoopStatus, Outcome, RoundVerdict, Step
+from workflows.loop_types import Baseline, Limits, LoopStatus, Outcome, RoundVerdict, Step, WorkerTimeouts
 
 FIX = "python autofix.py {last_error}"
 
@@ -158,3 +158,14 @@ async def test_a_silent_command_is_killed_as_stalled_and_the_round_is_abnormal(
     assert scan.outcome is Outcome.STALLED and scan.duration_s < 10
     assert report.verdict is RoundVerdict.ABNORMAL
     assert result.status is LoopStatus.BLOCKED and "used all 1 rounds" in result.reason
+
+
+async def test_a_clone_slower_than_the_heartbeat_timeout_still_acquires_the_workspace(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    async with loop_world(client, pg_url, tmp_path, project_with(tmp_path)) as world:
+        world.git.delay_seconds = 2.5  # a clone makes two requests: about 5 s in all
+        spec = world.spec({Step.FIX: FIX, Step.VERIFY: PYTEST})
+        _, result = await world.run(spec, WorkerTimeouts(heartbeat_s=3.0))
+
+    assert result.status is LoopStatus.SUCCESS, result.reason
