@@ -108,6 +108,7 @@ class LimitFields(Strict):
     max_processes: int = Field(default=256, ge=1)
     max_file_size: Megabytes = 512.0
     output: Megabytes = 4.0
+    max_duration: Seconds | None = None  # the whole loop's wall clock
 
 
 class SandboxFields(Strict):
@@ -197,6 +198,7 @@ def _spec(fields: LoopFile, source: str, repo_path: str | None) -> LoopSpec:
             max_processes=limits.max_processes,
             max_file_mb=max(1, round(limits.max_file_size)),
             output_kb=max(1, round(limits.output * 1024)),
+            max_duration_s=limits.max_duration,
         ),
         sandbox=Sandbox(**spec.sandbox.model_dump()),
         source=source,

@@ -101,6 +101,7 @@ class Limits(_Frozen):
     max_processes: int = 256
     max_file_mb: int = 512
     output_kb: int = 4096  # how much of each command's output is kept
+    max_duration_s: float | None = None  # no round starts after the loop has run this long
 
 
 class Sandbox(_Frozen):

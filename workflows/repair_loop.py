@@ -128,7 +128,17 @@ class RepairLoopWorkflow:
         )
         workspace = await self._acquire(inp)
         last_error, round_, reacquired = "", 1, 0
+        started = workflow.now()
         while True:
+            limit = spec.limits.max_duration_s
+            ran = (workflow.now() - started).total_seconds()
+            if limit is not None and ran >= limit:
+                return self._result(
+                    inp, LoopStatus.TIMED_OUT,
+                    f"ran {ran:.0f} s, past limits.max_duration ({limit:.0f} s), after {round_ - 1} round(s)",
+                    "raise limits.max_duration if the rounds were improving: "
+                    f"openloop loops report {inp.loop_id}",
+                )  # fmt: skip
             self._show(round=round_)
             try:
                 results = await self._round(inp, workspace, round_, progress, last_error)

@@ -169,3 +169,18 @@ async def test_a_clone_slower_than_the_heartbeat_timeout_still_acquires_the_work
         _, result = await world.run(spec, WorkerTimeouts(heartbeat_s=3.0))
 
     assert result.status is LoopStatus.SUCCESS, result.reason
+
+
+async def test_no_round_starts_after_the_loops_wall_clock_limit(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    async with loop_world(client, pg_url, tmp_path, project_with(tmp_path)) as world:
+        limits = Limits(max_duration_s=1.0, command_timeout_s=30)
+        slow_verify = f"sleep 1.5; {PYTEST}"
+        loop_id, result = await world.run(
+            world.spec({Step.FIX: "true", Step.VERIFY: slow_verify}, limits=limits)
+        )
+        reports = await world.reports(loop_id)
+
+    assert result.status is LoopStatus.TIMED_OUT
+    assert len(reports) == 1 and "past limits.max_duration (1 s), after 1 round(s)" in result.reason
