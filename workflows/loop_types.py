@@ -8,6 +8,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.task_basics import SurfaceContext
+
 LOOP_WORKFLOW_NAME = "openloop.RepairLoop"
 # Loop workers poll this queue to take a workspace; each then serves that workspace's
 # commands on a queue of its own (`WorkspaceHandle.task_queue`).
@@ -137,6 +139,7 @@ class LoopInput(_Frozen):
     started_by: str = "cli:local"
     timeouts: WorkerTimeouts = WorkerTimeouts()
     loop_queue: str = LOOP_TASK_QUEUE  # where loop workers take workspaces
+    reply_to: SurfaceContext | None = None  # the thread or issue told how the loop ended
 
 
 class LoopView(_Frozen):

@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 from workflows.loop_progress import LoopProgress
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.activity_options import SURFACE_OPTIONS
     from workflows.errors import ErrorType
     from workflows.loop_types import (
         LOOP_WORKFLOW_NAME,
@@ -38,6 +39,8 @@ with workflow.unsafe.imports_passed_through():
         Step,
         WorkspaceHandle,
     )
+    from workflows.message_types import PostReplyInput
+    from workflows.task_basics import ActivityName, SurfaceContext, TaskStatus
 
 # Rows in Postgres: retried through an outage, never given up.
 _STORE: dict[str, Any] = {
@@ -53,6 +56,13 @@ _NOT_RETRIED = [
 ]
 _LAST_ERROR_CHARS = 2000
 _T = TypeVar("_T")
+# A surface shows a task's status (reactions, progress); a loop's end maps onto the nearest.
+_AS_TASK_STATUS = {
+    LoopStatus.SUCCESS: TaskStatus.SUCCESS,
+    LoopStatus.NO_PROGRESS: TaskStatus.NO_PROGRESS,
+    LoopStatus.BUDGET_EXHAUSTED: TaskStatus.BUDGET_EXHAUSTED,
+    LoopStatus.CANCELLED: TaskStatus.CANCELLED,
+}
 
 
 class WorkspaceLost(Exception):
@@ -112,7 +122,23 @@ class RepairLoopWorkflow:
         await workflow.execute_activity(
             LoopActivity.FINISH, result, summary=f"loop {result.status}", **_STORE
         )
+        if inp.reply_to is not None:
+            await self._tell(inp, inp.reply_to, result)
         return result
+
+    async def _tell(self, inp: LoopInput, where: SurfaceContext, result: LoopResult) -> None:
+        """How the loop ended, in the thread or issue whose task started it."""
+        text = (
+            f"Repair loop *{inp.spec.name}* (`{inp.loop_id}`) ended {result.status.value} after "
+            f"{result.rounds} round(s): {result.reason}\nNext: {result.next_action}"
+        )
+        status = _AS_TASK_STATUS.get(result.status, TaskStatus.ERROR)
+        await workflow.execute_activity(
+            ActivityName.POST_REPLY,
+            PostReplyInput(inp.loop_id, where, text, status, result.rounds),
+            summary="tell the thread",
+            **SURFACE_OPTIONS,
+        )
 
     def _result(self, inp: LoopInput, status: LoopStatus, reason: str, next_action: str) -> LoopResult:
         assert self._view is not None

@@ -60,7 +60,11 @@ async def start_loop(args: StartLoopArgs, inp: ToolCallInput, rt: Runtime) -> st
     await activity.client().start_workflow(
         LOOP_WORKFLOW_NAME,
         LoopInput(
-            loop_id=loop_id, spec=spec, started_by=inp.requested_by, loop_queue=settings.loop_task_queue
+            loop_id=loop_id,
+            spec=spec,
+            started_by=inp.requested_by,
+            loop_queue=settings.loop_task_queue,
+            reply_to=inp.context,
         ),
         id=loop_id,
         task_queue=settings.task_queue,
@@ -68,5 +72,5 @@ async def start_loop(args: StartLoopArgs, inp: ToolCallInput, rt: Runtime) -> st
     )
     return (
         f"Started repair loop {loop_id}: {spec.mission.objective} (up to {spec.limits.total_rounds} rounds). "
-        f"It runs on its own; follow it with `openloop loops status {loop_id}`."
+        f"It runs on its own and says here how it ended; follow it: `openloop loops status {loop_id}`."
     )

@@ -95,7 +95,7 @@ def project_with(tmp_path: Path, **files: str) -> Path:
 
 @asynccontextmanager
 async def loop_world(
-    client: Client, pg_url: str, tmp_path: Path, project: Path, *, loop_worker: bool = True
+    client: Client, pg_url: str, tmp_path: Path, project: Path, *, loop_worker: bool = True, **overrides: Any
 ) -> AsyncIterator[LoopWorld]:
     git = FakeGitHost(tmp_path / "git", token=TOKEN).start()
     repo = f"acme/demo-{uuid.uuid4().hex[:6]}"
@@ -110,6 +110,7 @@ async def loop_world(
         github_git_url=git.url,
         workspaces_dir=tmp_path / "workspaces",
         loop_files_dir=tmp_path / "loop-files",
+        **overrides,
     )
     async with AsyncExitStack() as stack:
         await stack.enter_async_context(build_worker(client, settings))
