@@ -51,3 +51,8 @@ def build_loop_workers(
     )
     log.info("loop worker %s: workspaces in %s, commands on %s", host.name, host.workspaces, host.task_queue)
     return host, [shared, own]
+
+
+def loop_workers(client: Client, settings: Settings) -> list[Worker]:
+    """Both workers of this process as a loop worker (`openloop worker --loops`)."""
+    return build_loop_workers(client, settings)[1]

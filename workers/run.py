@@ -32,9 +32,8 @@ from typing import TypeVar
 import psycopg
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 from temporalio.client import Client
-from temporalio.worker import Worker
 
-from activities.store.db import apply_migrations_async, close_pools, get_pool, migration_files
+from activities.store.db import apply_migrations_async, close_pools, get_pool, pending_migrations
 from config.settings import Settings
 from workers.options import RunOptions, WorkerOptionsError, connect_from_env
 from workers.probe import REFRESH_SECONDS, ReadinessFiles
@@ -81,6 +80,7 @@ async def run_worker(
     With `loops`, run a loop worker (workers.loops) instead of the ordinary worker."""
     # Imports every activity (LiteLLM included): kept off module load.
     from workers import worker as defaults
+    from workers.loops import loop_workers
 
     options = options or RunOptions.from_env()
     grace = options.shutdown_grace_seconds if shutdown_grace_seconds is None else shutdown_grace_seconds
@@ -94,7 +94,7 @@ async def run_worker(
         await report_model_keys(database_url)
         limits = options.limits
         activity_slots = _or(limits.max_concurrent_activities, defaults.MAX_CONCURRENT_ACTIVITIES)
-        workers = _loop_workers(client, settings) if loops else []
+        workers = loop_workers(client, settings) if loops else []
         worker = (
             workers.pop(0)
             if workers
@@ -156,12 +156,6 @@ async def run_worker(
         await close_pools()
 
 
-def _loop_workers(client: Client, settings: Settings) -> list[Worker]:
-    from workers.loops import build_loop_workers
-
-    return build_loop_workers(client, settings)[1]
-
-
 def _or(value: int | None, default: int) -> int:
     return default if value is None else value
 
@@ -213,21 +207,6 @@ async def _sleep_unless_stopped(seconds: float, stop: asyncio.Event) -> None:
     except TimeoutError:
         return
     raise _Stopped()
-
-
-async def pending_migrations(database_url: str) -> list[str]:
-    """Migrations this code ships that the database has not recorded as applied."""
-    names = [path.name for path in migration_files()]
-    async with await psycopg.AsyncConnection.connect(
-        database_url, autocommit=True, connect_timeout=10
-    ) as conn:
-        cursor = await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
-        row = await cursor.fetchone()
-        if not row or not row[0]:
-            return names
-        cursor = await conn.execute("SELECT name FROM schema_migrations")
-        done = {name for (name,) in await cursor.fetchall()}
-    return [name for name in names if name not in done]
 
 
 async def _prepare_schema(database_url: str, apply: bool, stop: asyncio.Event) -> None:

@@ -19,6 +19,7 @@ PASSTHROUGH_MODULES = (
     "workflows.task_basics",
     "workflows.tool_call_types",
     "workflows.model_call_types",
+    "workflows.model_call_flat",
     "workflows.task_constants",
     "workflows.message_types",
     "workflows.mcp_types",

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, PrivateAttr, SerializerFunctionWrapHandler, model_serializer, model_validator
 
+from workflows.model_call_flat import FLAT_ORDER, lift_flat_fields
 from workflows.task_constants import TaskConstants
 from workflows.tool_call_types import (
     ChatMessage,
@@ -61,42 +62,6 @@ class BudgetGrant:
     channel_monthly_usd: float | None = None  # the monthly cap of each channel it serves
 
 
-# The shape ModelCallInput had before its fields were grouped, in its positional order.
-# Histories recorded then hold it, and callers may still pass it: both are lifted into the
-# groups on validation. Permanent: payloads of this shape stay in histories.
-_FLAT_BUDGET_FIELDS = (
-    "max_tokens",
-    "usd_headroom",
-    "token_headroom",
-    "on_exceeded",
-    "monthly_usd",
-    "channel_monthly_usd",
-)
-_FLAT_CURSOR_FIELDS = {"transcript_upto": "upto", "new_messages": "new_messages", "view": "view"}
-_FLAT_ORDER = (
-    "task_id",
-    "step",
-    "agent_name",
-    "workspace",
-    "channel",
-    "surface",
-    "models",
-    "transcript_upto",
-    "new_messages",
-    "tool_names",
-    "max_tokens",
-    "usd_headroom",
-    "token_headroom",
-    "on_exceeded",
-    "view",
-    "purpose",
-    "timeout_seconds",
-    "monthly_usd",
-    "channel_monthly_usd",
-    "run_first",
-)
-
-
 class ModelCallInput(BaseModel):
     """One model call: appends the cursor's new messages to the stored transcript, then asks
     the model within the budget grant.
@@ -132,29 +97,14 @@ class ModelCallInput(BaseModel):
 
     def __init__(self, *args: Any, **data: Any) -> None:
         # Positional arguments follow the flat order of the released dataclass.
-        if len(args) > len(_FLAT_ORDER):
-            raise TypeError(f"ModelCallInput takes at most {len(_FLAT_ORDER)} positional arguments")
-        super().__init__(**dict(zip(_FLAT_ORDER, args, strict=False)), **data)
+        if len(args) > len(FLAT_ORDER):
+            raise TypeError(f"ModelCallInput takes at most {len(FLAT_ORDER)} positional arguments")
+        super().__init__(**dict(zip(FLAT_ORDER, args, strict=False)), **data)
 
     @model_validator(mode="before")
     @classmethod
     def _lift_flat_fields(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        budget = {name: data[name] for name in _FLAT_BUDGET_FIELDS if name in data}
-        cursor = {new: data[old] for old, new in _FLAT_CURSOR_FIELDS.items() if old in data}
-        if not budget and not cursor:
-            return data
-        if (budget and "budget" in data) or (cursor and "cursor" in data):
-            raise ValueError("give either the grouped fields (budget, cursor) or the flat ones, not both")
-        lifted = {
-            k: v for k, v in data.items() if k not in _FLAT_BUDGET_FIELDS and k not in _FLAT_CURSOR_FIELDS
-        }
-        if budget:
-            lifted["budget"] = budget
-        if cursor:
-            lifted["cursor"] = cursor
-        return lifted
+        return lift_flat_fields(data)
 
     @model_serializer(mode="wrap")
     def _leave_out_none(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

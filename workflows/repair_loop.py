@@ -12,23 +12,22 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+from temporalio.exceptions import ActivityError
 
+from workflows import loop_workspace
 from workflows.loop_progress import LoopProgress
+from workflows.loop_workspace import WorkspaceLost, why
 
 with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import SURFACE_OPTIONS
-    from workflows.errors import ErrorType
     from workflows.loop_types import (
         LOOP_WORKFLOW_NAME,
-        AcquireRequest,
         CommandRequest,
         CommandResult,
-        DiffRequest,
         DiffSnapshot,
         LoopActivity,
         LoopInput,
@@ -42,20 +41,12 @@ with workflow.unsafe.imports_passed_through():
     from workflows.message_types import PostReplyInput
     from workflows.task_basics import ActivityName, SurfaceContext, TaskStatus
 
-# Rows in Postgres: retried through an outage, never given up.
+# Rows in Postgres: retried through an outage of up to about an hour and a half.
 _STORE: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1)),
+    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1), maximum_attempts=100),
 }
-_CLONE_TIMEOUT = timedelta(minutes=15)
-_COMMAND_GRACE = timedelta(seconds=60)  # past the command's own timeout: the worker is stuck
-_NOT_RETRIED = [
-    ErrorType.WORKSPACE_ERROR.value,
-    ErrorType.SANDBOX_UNAVAILABLE.value,
-    ErrorType.WORKSPACE_LOST.value,
-]
 _LAST_ERROR_CHARS = 2000
-_T = TypeVar("_T")
 # A surface shows a task's status (reactions, progress); a loop's end maps onto the nearest.
 _AS_TASK_STATUS = {
     LoopStatus.SUCCESS: TaskStatus.SUCCESS,
@@ -63,22 +54,6 @@ _AS_TASK_STATUS = {
     LoopStatus.BUDGET_EXHAUSTED: TaskStatus.BUDGET_EXHAUSTED,
     LoopStatus.CANCELLED: TaskStatus.CANCELLED,
 }
-
-
-class WorkspaceLost(Exception):
-    """The worker holding the workspace stopped answering: rebuild it elsewhere."""
-
-
-def _lost(err: ActivityError) -> bool:
-    cause = err.cause
-    if isinstance(cause, TimeoutError):
-        return True
-    return isinstance(cause, ApplicationError) and cause.type == ErrorType.WORKSPACE_LOST
-
-
-def _why(err: BaseException) -> str:
-    cause = err.cause if isinstance(err, ActivityError) else err
-    return str(cause or err)
 
 
 @workflow.defn(name=LOOP_WORKFLOW_NAME)
@@ -115,7 +90,7 @@ class RepairLoopWorkflow:
             result = self._result(
                 inp,
                 LoopStatus.ERROR,
-                _why(err),
+                why(err),
                 f"fix the cause, then run it again; openloop loops doctor {spec.source or 'FILE'}",
             )
         self._show(status=result.status, reason=result.reason, next_action=result.next_action, step=None)
@@ -168,7 +143,7 @@ class RepairLoopWorkflow:
             self._show(round=round_)
             try:
                 results = await self._round(inp, workspace, round_, progress, last_error)
-                diff = await self._save_diff(inp, workspace, round_)
+                diff = await loop_workspace.save_diff(inp, workspace, round_)
             except WorkspaceLost as lost:
                 reacquired += 1
                 if reacquired > inp.timeouts.max_reacquires:
@@ -238,67 +213,12 @@ class RepairLoopWorkflow:
             last_error=last_error, limits=inp.spec.limits, sandbox=inp.spec.sandbox,
             metric_regex=metric_regex, expected_seconds=self._durations.get(step),
         )  # fmt: skip
-        result = await self._on_workspace(
-            inp, workspace, LoopActivity.RUN_COMMAND, request, CommandResult,
-            timedelta(seconds=inp.spec.limits.command_timeout_s) + _COMMAND_GRACE, f"round {round_}: {step}",
-        )  # fmt: skip
+        result = await loop_workspace.run_command(inp, request)
         self._durations[step] = result.duration_s
         return result
 
-    async def _save_diff(self, inp: LoopInput, workspace: WorkspaceHandle, round_: int) -> DiffSnapshot:
-        request = DiffRequest(loop_id=inp.loop_id, workspace=workspace, round=round_)
-        return await self._on_workspace(
-            inp,
-            workspace,
-            LoopActivity.SAVE_DIFF,
-            request,
-            DiffSnapshot,
-            timedelta(minutes=5),
-            f"round {round_}: save diff",
-        )
-
-    async def _on_workspace(
-        self,
-        inp: LoopInput,
-        workspace: WorkspaceHandle,
-        activity: str,
-        request: object,
-        result_type: type[_T],
-        run_limit: timedelta,
-        summary: str,
-    ) -> _T:
-        try:
-            return await workflow.execute_activity(
-                activity,
-                request,
-                result_type=result_type,
-                task_queue=workspace.task_queue,
-                start_to_close_timeout=run_limit,
-                schedule_to_start_timeout=timedelta(seconds=inp.timeouts.pickup_s),
-                heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
-                # Once only: a second attempt on a dead worker's queue would wait for nobody.
-                retry_policy=RetryPolicy(maximum_attempts=1),
-                summary=summary,
-            )
-        except ActivityError as err:
-            if _lost(err):
-                raise WorkspaceLost(f"{workspace.worker}: {_why(err)}") from None
-            raise
-
     async def _acquire(self, inp: LoopInput) -> WorkspaceHandle:
         self._show(step=None, worker="")
-        request = AcquireRequest(
-            loop_id=inp.loop_id, repo=inp.spec.repo, diff_sha=self._diff.sha256 if self._diff else None
-        )
-        workspace = await workflow.execute_activity(
-            LoopActivity.ACQUIRE_WORKSPACE,
-            request,
-            result_type=WorkspaceHandle,
-            task_queue=inp.loop_queue,
-            start_to_close_timeout=_CLONE_TIMEOUT,
-            heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
-            retry_policy=RetryPolicy(maximum_attempts=5, non_retryable_error_types=_NOT_RETRIED),
-            summary="rebuild the workspace" if self._diff else "clone the workspace",
-        )
+        workspace = await loop_workspace.acquire(inp, self._diff)
         self._show(worker=workspace.worker)
         return workspace

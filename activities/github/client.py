@@ -102,6 +102,20 @@ def github_for(settings: Settings, repo: str) -> Github:
         return _clients[key]
 
 
+def installation_token(settings: Settings, repo: str) -> str | None:
+    """A token git can clone `repo` with: the App's installation token when an App is
+    configured (its pushes trigger CI), else the configured token; blocking."""
+    if settings.github_app_id and settings.github_app_private_key:
+        app_auth = Auth.AppAuth(
+            settings.github_app_id, _private_key(settings.github_app_private_key.get_secret_value())
+        )
+        options = _options(settings)
+        installation = _installation_id(settings, app_auth, repo, options)
+        integration = GithubIntegration(auth=app_auth, base_url=options["base_url"], retry=None)
+        return integration.get_access_token(installation).token
+    return settings.github_token.get_secret_value() if settings.github_token else None
+
+
 def _installation_id(settings: Settings, app_auth: Auth.AppAuth, repo: str, options: dict[str, Any]) -> int:
     cache_key = (settings.github_api_url, repo.lower())
     with _lock:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from github import Auth, GithubIntegration
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.github.client import _installation_id, _options, _private_key
+from activities.github.client import installation_token
 from activities.loops import workspace
 from activities.loops.host import loop_host
 from activities.loops.output_reading import failing_tests, last_error, metric
@@ -61,26 +61,12 @@ async def finish_loop(result: LoopResult) -> None:
     await loop_rows.finish(await runtime().pool(), result)
 
 
-def _clone_token(repo: str) -> str | None:
-    """An App installation token when an App is configured (its pushes trigger CI), else the token."""
-    settings = runtime().settings
-    if settings.github_app_id and settings.github_app_private_key:
-        app = Auth.AppAuth(
-            settings.github_app_id, _private_key(settings.github_app_private_key.get_secret_value())
-        )
-        options = _options(settings)
-        installation = _installation_id(settings, app, repo, options)
-        integration = GithubIntegration(auth=app, base_url=options["base_url"], retry=None)
-        return integration.get_access_token(installation).token
-    return settings.github_token.get_secret_value() if settings.github_token else None
-
-
 async def _create(repo: RepoSource, path: Path) -> str:
     if repo.path:
         return await workspace.copy_local(Path(repo.path), path)
     assert repo.github
     url = f"{runtime().settings.github_git_url.rstrip('/')}/{repo.github}.git"
-    token = await asyncio.to_thread(_clone_token, repo.github)
+    token = await asyncio.to_thread(installation_token, runtime().settings, repo.github)
     return await workspace.clone(workspace.GitRemote(url, token), repo.base, path)
 
 
@@ -135,7 +121,7 @@ def _held(handle: WorkspaceHandle) -> Path:
     return path
 
 
-def _reader(root: Path):  # type: ignore[no-untyped-def]
+def _reader(root: Path) -> Callable[[str], str | None]:
     """Reads a file the command wrote, only inside the workspace (or its private /tmp)."""
 
     def read(name: str) -> str | None:

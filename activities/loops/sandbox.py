@@ -63,12 +63,18 @@ class Progress:
     bytes_per_s: float  # since the previous report
 
 
+_WORKING: set[str] = set()  # bwrap binaries whose probe made a sandbox
+
+
 def sandbox_problem() -> str | None:
     """None when bubblewrap can make a sandbox here, else what a person should do about it."""
-    if shutil.which("bwrap") is None:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
         return "bubblewrap is not installed: apt-get install bubblewrap"
     if shutil.which("prlimit") is None:
         return "prlimit is not installed: apt-get install util-linux"
+    if bwrap in _WORKING:
+        return None  # probed already: a sandbox that worked once keeps working
     with tempfile.TemporaryDirectory() as workspace:
         argv = _limited(Limits()) + _bwrap_argv("true", Path(workspace), {}, Limits(), Sandbox())
         try:
@@ -80,6 +86,7 @@ def sandbox_problem() -> str | None:
     if probe.returncode != 0:
         stderr = probe.stderr.decode(errors="replace").strip()
         return f"bwrap cannot create namespaces here: {stderr}; {KUBERNETES_HINT}"
+    _WORKING.add(bwrap)
     return None
 
 

@@ -82,3 +82,18 @@ def apply_migrations(database_url: str) -> list[str]:
 
 async def apply_migrations_async(database_url: str) -> list[str]:
     return await asyncio.to_thread(apply_migrations, database_url)
+
+
+async def pending_migrations(database_url: str) -> list[str]:
+    """Migrations this code ships that the database has not recorded as applied."""
+    names = [path.name for path in migration_files()]
+    async with await psycopg.AsyncConnection.connect(
+        database_url, autocommit=True, connect_timeout=10
+    ) as conn:
+        cursor = await conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        row = await cursor.fetchone()
+        if not row or not row[0]:
+            return names
+        cursor = await conn.execute("SELECT name FROM schema_migrations")
+        done = {name for (name,) in await cursor.fetchall()}
+    return [name for name in names if name not in done]

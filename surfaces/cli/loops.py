@@ -18,9 +18,8 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.live import Live
 from rich.markup import escape
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from activities.store import loops as loop_rows
@@ -28,12 +27,12 @@ from config.loop import STARTER_LOOP, load_loop_file
 from config.problems import AgentConfigError
 from config.settings import Settings
 from surfaces.cli.loop_doctor import doctor as run_doctor
+from surfaces.cli.loop_follow import follow, heartbeat, progress_view
 from surfaces.cli.loop_views import ending, report_lines, round_table, running_line
 from surfaces.cli.memory import EXIT_NOT_FOUND, fail, run_with_pool, who
 from surfaces.client import connect
-from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopInput, LoopResult, LoopSpec, LoopView, RepoSource
+from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopInput, LoopResult, LoopSpec, RepoSource
 
-EXIT_LOOP_FAILED = 1
 EXIT_INVALID = 4
 DEMO_PROJECT = Path(__file__).resolve().parents[2] / "config" / "loops" / "demo-project"
 
@@ -125,70 +124,25 @@ def run(
         if detach:
             console.print(f"follow it: openloop loops status {loop_id}")
             return 0
-        return await _follow(client, handle)
+        return await follow(client, handle, console)
 
     raise typer.Exit(asyncio.run(start()))
-
-
-async def _heartbeat(client: Client, handle: WorkflowHandle[Any, Any]) -> dict[str, Any] | None:
-    """The running command's latest heartbeat (pid, elapsed, output, ETA), if any."""
-    description = await handle.describe()
-    for pending in description.raw_description.pending_activities:
-        if pending.heartbeat_details.payloads:
-            [details] = await client.data_converter.decode(pending.heartbeat_details.payloads)
-            if isinstance(details, dict):
-                return details
-    return None
-
-
-async def _view(handle: WorkflowHandle[Any, Any]) -> LoopView | None:
-    try:
-        return await handle.query("progress", result_type=LoopView | None)  # type: ignore[arg-type]
-    except RPCError:
-        return None
-
-
-async def _follow(client: Client, handle: WorkflowHandle[Any, Any]) -> int:
-    result_task = asyncio.ensure_future(handle.result())
-    shown = 0
-    try:
-        with Live(running_line(None, None), console=console, refresh_per_second=4, transient=True) as live:
-            while not result_task.done():
-                view = await _view(handle)
-                if view is not None:
-                    live.update(running_line(view, await _heartbeat(client, handle)))
-                    for verdict in view.verdicts[shown:]:
-                        shown += 1
-                        live.console.print(f"round {shown}: {verdict.value}")
-                await asyncio.wait({result_task}, timeout=1.0)
-    except KeyboardInterrupt:
-        console.print(f"stopped following; the loop goes on: openloop loops status {handle.id}")
-        return 0
-    result: LoopResult = result_task.result()
-    final = await _view(handle)
-    for number, verdict in enumerate(final.verdicts if final else [], start=1):
-        if number > shown:
-            console.print(f"round {number}: {verdict.value}")
-    for line in ending(result.status.value, result.reason, result.next_action):
-        console.print(line)
-    console.print(f"reports: openloop loops report {handle.id}")
-    return 0 if result.status.value == "SUCCESS" else EXIT_LOOP_FAILED
 
 
 @loops_app.command()
 def status(
     loop_id: str,
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    follow: Annotated[
+    watching: Annotated[
         bool, typer.Option("--follow", "-f", help="Keep watching until the loop stops.")
     ] = False,
 ) -> None:
     """Where a loop is: its running command (pid, elapsed, output, ETA) and its rounds so far."""
-    if follow:
+    if watching:
 
         async def watch() -> int:
             client = await _client(Settings.from_env())
-            return await _follow(client, client.get_workflow_handle(loop_id, result_type=LoopResult))
+            return await follow(client, client.get_workflow_handle(loop_id, result_type=LoopResult), console)
 
         raise typer.Exit(asyncio.run(watch()))
 
@@ -199,9 +153,9 @@ def status(
             running = (await handle.describe()).status == WorkflowExecutionStatus.RUNNING
         except RPCError:
             running = False
-        view = await _view(handle) if running else None
-        beat = await _heartbeat(client, handle) if running else None
-        row, reports = await run_with_pool_async(loop_id)
+        view = await progress_view(handle) if running else None
+        beat = await heartbeat(client, handle) if running else None
+        row, reports = await _stored(loop_id)
         return {"view": view, "heartbeat": beat, "row": row, "reports": reports}
 
     found = asyncio.run(read())
@@ -235,7 +189,7 @@ def status(
             console.print(line)
 
 
-async def run_with_pool_async(loop_id: str) -> tuple[dict[str, Any] | None, list[Any]]:
+async def _stored(loop_id: str) -> tuple[dict[str, Any] | None, list[Any]]:
     from activities.store.db import close_pools, get_pool
 
     url = Settings.from_env().require_database_url()

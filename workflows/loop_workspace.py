@@ -1,0 +1,117 @@
+"""A loop's workspace, as the loop workflow reaches it: taken on the shared loop queue, then
+every command and diff on the queue of the worker that holds it.
+
+A part of `workflows.repair_loop`, composed, not inherited. A heartbeat or pickup timeout (or
+the worker saying it no longer holds the workspace) raises `WorkspaceLost`, and the loop takes
+the workspace again elsewhere; those activities run once, because a second attempt on a dead
+worker's queue would wait for nobody.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.errors import ErrorType
+    from workflows.loop_types import (
+        AcquireRequest,
+        CommandRequest,
+        CommandResult,
+        DiffRequest,
+        DiffSnapshot,
+        LoopActivity,
+        LoopInput,
+        WorkspaceHandle,
+    )
+
+_CLONE_TIMEOUT = timedelta(minutes=15)
+_COMMAND_GRACE = timedelta(seconds=60)  # past the command's own timeout: the worker is stuck
+_DIFF_TIMEOUT = timedelta(minutes=5)
+_ACQUIRE_ATTEMPTS = 5
+_NOT_RETRIED = [
+    ErrorType.WORKSPACE_ERROR.value,
+    ErrorType.SANDBOX_UNAVAILABLE.value,
+    ErrorType.WORKSPACE_LOST.value,
+]
+_T = TypeVar("_T")
+
+
+class WorkspaceLost(Exception):
+    """The worker holding the workspace stopped answering: rebuild it elsewhere."""
+
+
+def why(err: BaseException) -> str:
+    """An activity failure's cause in words."""
+    cause = err.cause if isinstance(err, ActivityError) else err
+    return str(cause or err)
+
+
+def _lost(err: ActivityError) -> bool:
+    cause = err.cause
+    if isinstance(cause, TimeoutError):
+        return True
+    return isinstance(cause, ApplicationError) and cause.type == ErrorType.WORKSPACE_LOST
+
+
+async def acquire(inp: LoopInput, last_diff: DiffSnapshot | None) -> WorkspaceHandle:
+    """A workspace on whichever loop worker takes it: the base, plus the last stored diff."""
+    return await workflow.execute_activity(
+        LoopActivity.ACQUIRE_WORKSPACE,
+        AcquireRequest(
+            loop_id=inp.loop_id, repo=inp.spec.repo, diff_sha=last_diff.sha256 if last_diff else None
+        ),
+        result_type=WorkspaceHandle,
+        task_queue=inp.loop_queue,
+        start_to_close_timeout=_CLONE_TIMEOUT,
+        heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
+        retry_policy=RetryPolicy(maximum_attempts=_ACQUIRE_ATTEMPTS, non_retryable_error_types=_NOT_RETRIED),
+        summary="rebuild the workspace" if last_diff else "clone the workspace",
+    )
+
+
+async def run_command(inp: LoopInput, request: CommandRequest) -> CommandResult:
+    run_limit = timedelta(seconds=inp.spec.limits.command_timeout_s) + _COMMAND_GRACE
+    summary = f"round {request.round}: {request.step}"
+    return await _on_workspace(
+        inp, request.workspace, LoopActivity.RUN_COMMAND, request, CommandResult, run_limit, summary
+    )
+
+
+async def save_diff(inp: LoopInput, workspace: WorkspaceHandle, round_: int) -> DiffSnapshot:
+    request = DiffRequest(loop_id=inp.loop_id, workspace=workspace, round=round_)
+    summary = f"round {round_}: save diff"
+    return await _on_workspace(
+        inp, workspace, LoopActivity.SAVE_DIFF, request, DiffSnapshot, _DIFF_TIMEOUT, summary
+    )
+
+
+async def _on_workspace(
+    inp: LoopInput,
+    workspace: WorkspaceHandle,
+    activity: str,
+    request: object,
+    result_type: type[_T],
+    run_limit: timedelta,
+    summary: str,
+) -> _T:
+    try:
+        return await workflow.execute_activity(
+            activity,
+            request,
+            result_type=result_type,
+            task_queue=workspace.task_queue,
+            start_to_close_timeout=run_limit,
+            schedule_to_start_timeout=timedelta(seconds=inp.timeouts.pickup_s),
+            heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+            summary=summary,
+        )
+    except ActivityError as err:
+        if _lost(err):
+            raise WorkspaceLost(f"{workspace.worker}: {why(err)}") from None
+        raise
