@@ -121,10 +121,9 @@ def check_write_target(agent: AgentConfig, check: ToolCheck, context: SurfaceCon
     if str(target) in allowed:
         return check
     where = ", ".join(allowed) or "none"
-    problem = (
-        f"{spec.name} may not act on {target!r}: this agent may only write to its own "
-        f"{'channels' if spec.bound_by == WriteBound.SLACK_CHANNELS else 'repositories'} ({where})"
-    )
+    places = {WriteBound.SLACK_CHANNELS: "channels", WriteBound.GITHUB_REPOS: "repositories"}
+    what = places.get(spec.bound_by, f"targets (the limit_to of its {spec.name} grant)")
+    problem = f"{spec.name} may not act on {target!r}: this agent may only write to its own {what} ({where})"
     return ToolCheck(False, spec, check.arguments, problem, "not_allowed")
 
 
@@ -132,7 +131,9 @@ def bound_targets(agent: AgentConfig, bound_by: WriteBound) -> list[str]:
     surfaces = agent.spec.surfaces
     if bound_by == WriteBound.SLACK_CHANNELS:
         return list(surfaces.slack.channels) if surfaces.slack else []
-    return list(surfaces.github.repos) if surfaces.github else []
+    if bound_by == WriteBound.GITHUB_REPOS:
+        return list(surfaces.github.repos) if surfaces.github else []
+    return []  # named only by the grant's limit_to
 
 
 def call_key(position: int, tool: str, arguments: dict[str, Any] | str) -> str:

@@ -33,6 +33,7 @@ class WriteBound(StrEnum):
 
     SLACK_CHANNELS = "slack_channels"  # spec.surfaces.slack.channels
     GITHUB_REPOS = "github_repos"  # spec.surfaces.github.repos
+    LOOP_FILES = "loop_files"  # only the tool grant's limit_to: no surface names loop files
 
 
 def canonical_schema(node: Any, names: bool = False) -> Any:

@@ -136,6 +136,10 @@ def _reader(root: Path) -> Callable[[str], str | None]:
     return read
 
 
+def _read_log(path: Path) -> bytes:
+    return path.read_bytes() if path.exists() else b""
+
+
 def _command_env(req: CommandRequest, path: Path) -> dict[str, str]:
     """The step's variables plus only the worker variables the loop lists in `env_from`."""
     allowed = {name: os.environ[name] for name in req.sandbox.env_from if name in os.environ}
@@ -186,7 +190,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
         ended = await run_sandboxed(run, beat)
     except SandboxUnavailable as exc:
         raise ApplicationError(str(exc), type=ErrorType.SANDBOX_UNAVAILABLE, non_retryable=True) from None
-    output = log_path.read_bytes() if log_path.exists() else b""
+    output = await asyncio.to_thread(_read_log, log_path)
     info = activity.info()
     output_id = await loop_rows.save_output(
         await runtime().pool(), req.loop_id, req.round, req.step.value,

@@ -2,8 +2,9 @@
 
 Loop files live in the loops folder (`OPENLOOP_LOOPS_DIR`, default `<state dir>/loops`), so
 what a loop runs is decided by whoever deploys OpenLoop, never by a message: the model only
-names the file. Granting the tool (`permissions: ["loops:run"]`) is the agent config's
-decision that loops may start; it is a write, so `approvals.require_for` can gate it. The
+names the file. The agent's grant names the loops it may start (`permissions: ["loops:run"],
+limit_to: [api-tests]`; without limit_to, none); it is a write, so `approvals.require_for`
+can gate it. The
 loop's id derives from the tool call's idempotency key: a retried call starts one loop.
 """
 
@@ -20,6 +21,7 @@ from activities.tools.native import NonEmpty, ToolArgs, ToolError, native_tool
 from config.loop import load_loop_file
 from config.problems import AgentConfigError
 from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopInput
+from workflows.tool_catalog import WriteBound
 from workflows.types import ToolCallInput
 
 _LOOP_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -36,6 +38,8 @@ class StartLoopArgs(ToolArgs):
     "in the loops folder, named without .yaml. Returns the loop's id; it runs on its own.",
     permission="loops:run",
     writes=True,
+    bound_argument="loop",
+    bound_by=WriteBound.LOOP_FILES,
 )
 async def start_loop(args: StartLoopArgs, inp: ToolCallInput, rt: Runtime) -> str:
     if not _LOOP_NAME.match(args.loop):

@@ -10,7 +10,7 @@ from activities.tools.catalog import NATIVE_TOOLS
 from config.agent import AgentConfig
 from config.tool_grants import ToolGrant
 from workflows import budget, policy
-from workflows.types import BudgetUsage, TaskStatus
+from workflows.types import BudgetUsage, SurfaceContext, TaskStatus
 
 
 def agent(**spec: object) -> AgentConfig:
@@ -244,3 +244,17 @@ def test_headrooms_and_extensions() -> None:
     assert ceilings.usd_limit == pytest.approx(0.75)
     assert budget.should_wrap_up(ceilings, BudgetUsage(iterations=5))
     assert not budget.should_wrap_up(ceilings, BudgetUsage(iterations=4))
+
+
+def test_an_agent_starts_only_the_loops_its_grant_names() -> None:
+    def write_check(grant: dict[str, object], loop: str) -> policy.ToolCheck:
+        config = agent(tools=[grant], approvals={})
+        checked = check_call(config, "loop.start", json.dumps({"loop": loop}))
+        assert checked.allowed, checked.problem
+        return policy.check_write_target(config, checked, SurfaceContext("slack", "C1", "U1"))
+
+    ungranted = write_check({"name": "loop.start", "permissions": ["loops:run"]}, "api-tests")
+    assert not ungranted.allowed and "limit_to of its loop.start grant" in ungranted.problem
+    named = {"name": "loop.start", "permissions": ["loops:run"], "limit_to": ["api-tests"]}
+    assert write_check(named, "api-tests").allowed
+    assert not write_check(named, "deploy-prod").allowed
