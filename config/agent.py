@@ -16,6 +16,7 @@ from pydantic import (
     model_validator,
 )
 
+from config.coding import CodingSpec
 from config.fields import Duration, ProblemPath, Strict, parse_duration, rule_error
 from config.mcp import McpServer, patterns_overlap
 from config.surfaces import Surfaces
@@ -31,6 +32,7 @@ TASK_KINDS: tuple[str, ...] = (
     "investigate_ci",
     "code_review",
     "summarize_conversation",
+    "code",  # a task holding a workspace: its model calls route to the coding model
 )
 
 # Safe defaults that are always on, even when `spec.limits` is omitted.
@@ -164,6 +166,7 @@ class AgentSpecBody(Strict):
     approvals: ApprovalsSpec = ApprovalsSpec()
     budget: BudgetSpec = BudgetSpec()
     limits: LimitsSpec = LimitsSpec()
+    coding: CodingSpec = CodingSpec()
 
     @model_validator(mode="after")
     def _cross_field_rules(self) -> AgentSpecBody:

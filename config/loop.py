@@ -18,9 +18,10 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_validator, model_validator
 
 from config.agent import _NAME as NAME_RULE  # loops are named like agents
+from config.coding import SandboxFields
 from config.fields import Strict, rule_error
 from config.loader import _documents, _duplicate_keys, _line_of, _read
-from config.loop_fields import Command, Megabytes, MetricRegex, Seconds
+from config.loop_fields import Command, Megabytes, MetricRegex, Seconds, command_line
 from config.problems import AgentConfigError, ConfigProblem, Loc, _inner_model, expand_error, field_path
 from workflows.loop_types import Baseline, Limits, LoopSpec, Mission, RepoSource, Sandbox, Step
 
@@ -29,8 +30,6 @@ __all__ = ["STARTER_LOOP", "load_loop_file", "parse_loop", "starter_loop_text"]
 STARTER_LOOP = Path(__file__).parent / "loops" / "starter.yaml"
 
 _GITHUB_REPO = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_AGENT_FIXER = "an agent as fixer is not available yet: give fix as a shell command line"
 
 
 class LoopMetadata(Strict):
@@ -74,18 +73,34 @@ class RepoFields(Strict):
         return self
 
 
-def _shell_line_only(value: Any) -> Any:
-    if isinstance(value, dict) and "agent" in value:
-        raise ValueError(_AGENT_FIXER)
-    if isinstance(value, dict | list):
-        raise ValueError(f"expected a shell command line (got {type(value).__name__})")
-    return value
+class FixerAgent(Strict):
+    """`fix: {agent: NAME}`: an agent with coding tools fixes each round in the workspace."""
+
+    agent: str
+
+    @field_validator("agent")
+    @classmethod
+    def _agent_name(cls, value: str) -> str:
+        if not NAME_RULE.match(value):
+            raise ValueError(f"{value!r} is not an agent name (lowercase letters, digits and dashes)")
+        return value
+
+
+def _shell_line_or_agent(value: Any) -> Any:
+    """A shell line, or `{agent: NAME}`; one message either way, not one per alternative."""
+    if isinstance(value, dict):
+        if set(value) != {"agent"}:
+            raise ValueError("write fix as a shell command line, or as `{agent: NAME}` to let an agent fix it")
+        return FixerAgent(agent=value["agent"])
+    if isinstance(value, list):
+        raise ValueError("expected a shell command line or `{agent: NAME}` (got a list)")
+    return command_line(value) if isinstance(value, str) else value
 
 
 class CommandFields(Strict):
     play: Command | None = None
     scan: Command | None = None
-    fix: Annotated[Command | None, BeforeValidator(_shell_line_only)] = None
+    fix: Annotated[FixerAgent | str | None, BeforeValidator(_shell_line_or_agent)] = None
     verify: Command
     improve: Command | None = None
 
@@ -109,26 +124,7 @@ class LimitFields(Strict):
     max_file_size: Megabytes = 512.0
     output: Megabytes = 4.0
     max_duration: Seconds | None = None  # the whole loop's wall clock
-
-
-class SandboxFields(Strict):
-    provider: Literal["bubblewrap", "none"] = "bubblewrap"
-    network: bool = False
-    env_from: list[str] = Field(default_factory=list)
-    read_only: list[str] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _names_and_paths(self) -> SandboxFields:
-        problems: list[tuple[tuple[str | int, ...], str]] = []
-        for index, name in enumerate(self.env_from):
-            if not _ENV_NAME.match(name):
-                problems.append((("env_from", index), f"{name!r} is not an environment variable name"))
-        for index, path in enumerate(self.read_only):
-            if not path.startswith("/"):
-                problems.append((("read_only", index), f"{path!r} must be an absolute path"))
-        if problems:
-            raise rule_error(problems)
-        return self
+    budget: float | None = Field(default=None, gt=0)  # US dollars an agent fixer may spend in all
 
 
 class LoopSpecFields(Strict):
@@ -176,7 +172,11 @@ def _worded(error: dict[str, Any]) -> list[tuple[Loc, str]]:
 
 def _spec(fields: LoopFile, source: str, repo_path: str | None) -> LoopSpec:
     spec = fields.spec
-    commands = {Step(name): line for name, line in spec.commands.model_dump().items() if line is not None}
+    fixer = spec.commands.fix.agent if isinstance(spec.commands.fix, FixerAgent) else None
+    lines = spec.commands.model_dump(exclude={"fix"}) | {
+        "fix": f"agent {fixer}" if fixer else spec.commands.fix
+    }
+    commands = {Step(name): line for name, line in lines.items() if line is not None}
     baseline = None
     if spec.baseline is not None:
         baseline = Baseline(**spec.baseline.model_dump())
@@ -199,9 +199,11 @@ def _spec(fields: LoopFile, source: str, repo_path: str | None) -> LoopSpec:
             max_file_mb=max(1, round(limits.max_file_size)),
             output_kb=max(1, round(limits.output * 1024)),
             max_duration_s=limits.max_duration,
+            budget_usd=limits.budget,
         ),
         sandbox=Sandbox(**spec.sandbox.model_dump()),
         source=source,
+        fixer_agent=fixer,
     )
 
 

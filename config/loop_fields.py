@@ -15,7 +15,7 @@ from pydantic import AfterValidator, BeforeValidator
 from config.fields import parse_duration
 from workflows.loop_template import PLACEHOLDERS, misplaced_placeholders, unknown_placeholders
 
-__all__ = ["Command", "MetricRegex", "Megabytes", "Seconds", "parse_megabytes", "parse_seconds"]
+__all__ = ["Command", "command_line", "MetricRegex", "Megabytes", "Seconds", "parse_megabytes", "parse_seconds"]
 
 _DURATION_HINT = "write a number of seconds or a number and a unit, e.g. 90s, 10m, 1h"
 _SIZE_HINT = "write a number of megabytes or a number and a unit, e.g. 256Mi, 2Gi, 512M"
@@ -71,7 +71,7 @@ def parse_megabytes(value: Any) -> float:
     return megabytes
 
 
-def _command_line(command: str) -> str:
+def command_line(command: str) -> str:
     """A shell line that is not blank and whose placeholders are known and bare."""
     if not command.strip():
         raise ValueError("empty command; write the shell line to run, or remove the key")
@@ -104,5 +104,5 @@ def _compiles(pattern: str) -> str:
 
 Seconds = Annotated[float, BeforeValidator(parse_seconds)]
 Megabytes = Annotated[float, BeforeValidator(parse_megabytes)]
-Command = Annotated[str, AfterValidator(_command_line)]
+Command = Annotated[str, AfterValidator(command_line)]
 MetricRegex = Annotated[str, AfterValidator(_compiles)]

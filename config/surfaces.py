@@ -31,6 +31,9 @@ class GitHubCIWatch(Strict):
     enabled: bool = True
     branches: list[str] = ["main"]
     report_to: list[Literal["commit_comment", "pr_comment", "slack"]] = ["pr_comment"]
+    # When the investigation finds the cause in the code, fix it in a workspace and propose
+    # a draft pull request (the agent needs the code.* tools and github.create_pull_request).
+    propose_fixes: bool = False
 
 
 class GitHubSurface(Strict):

@@ -39,6 +39,9 @@ PASSTHROUGH_MODULES = (
     "workflows.untrusted",  # untrusted-data blocks and their rule, pure
     "workflows.loop_types",  # a repair loop's data
     "workflows.loop_template",  # a loop command's placeholders, pure
+    "workflows.code_types",  # a coding task's data
+    "workflows.code_text",  # a coding task's words, pure
+    "workflows.workspace_tool_specs",
     "pydantic",
     "pydantic_core",
     "jsonschema",  # argument validation of tool calls

@@ -22,6 +22,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import policy, prompts, search
     from workflows.activity_options import LOCAL_OPTIONS
+    from workflows.code_types import WorkspaceState
     from workflows.outcomes import next_action, status_line
     from workflows.skill_tools import SKILL_TOOLS
     from workflows.tool_catalog import ToolSet
@@ -52,6 +53,7 @@ from workflows.conversation import Conversation
 from workflows.human_waits import HumanWaits
 from workflows.model_caller import ModelCaller
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
+from workflows.task_workspace import TaskWorkspace
 from workflows.tool_runner import ToolRunner
 from workflows.usage_meter import UsageMeter
 
@@ -83,6 +85,8 @@ class AgentTaskWorkflow:
         # The specs the task started with; tasks started before specs rode in the input
         # keep the native tools as they were then.
         specs = inp.tools if inp.tools is not None else list(LEGACY_NATIVE_SPECS)
+        memory = policy.memory_scope(inp.agent, inp.context)
+        self.workspace = TaskWorkspace(inp, self.record, memory, carried.workspace)
         self.tools = ToolRunner(
             inp,
             ToolSet(specs),
@@ -93,6 +97,7 @@ class AgentTaskWorkflow:
             self.cancellation,
             list(carried.progress_signatures),
             list(carried.folded_tools),
+            self.workspace,
         )
         if inp.skills:
             self.tools.tools.add(list(SKILL_TOOLS))
@@ -156,6 +161,11 @@ class AgentTaskWorkflow:
             steps=list(self.record.steps),
             decisions=list(self.record.decisions),
         )
+
+    @workflow.query
+    def workspace_state(self) -> WorkspaceState | None:
+        """The workspace, its diff and tests (`openloop tasks diff`)."""
+        return self.workspace.state
 
     # The task ----------------------------------------------------------------------------
 
@@ -244,7 +254,10 @@ class AgentTaskWorkflow:
 
     async def _finish(self, status: TaskStatus, reason: str) -> TaskResult:
         await self.gate.close("cancelled" if status == TaskStatus.CANCELLED else "expired")
-        text = "\n\n".join(part for part in [*self.notices, self.reply.strip()] if part)
+        reply = self.reply.strip()
+        text = "\n\n".join(
+            part for part in [*self.notices, reply, *self.workspace.closing_lines(reply)] if part
+        )
         if status != TaskStatus.SUCCESS:
             text = (text + "\n\n" if text else "") + status_line(status, reason)
         if workflow.patched(STATUS_AFTER_REPLY):
@@ -291,6 +304,7 @@ class AgentTaskWorkflow:
             continuations=self.continuations,
             runs=self.runs + 1,
             folded_tools=self.tools.folded,
+            workspace=self.workspace.state,
         )
         # Everything else (skills, the parent of a subagent, limits) goes on as it was.
         tools = self.tools.tools.specs  # with the MCP tools listed at the start

@@ -104,6 +104,7 @@ class Limits(_Frozen):
     max_file_mb: int = 512
     output_kb: int = 4096  # how much of each command's output is kept
     max_duration_s: float | None = None  # no round starts after the loop has run this long
+    budget_usd: float | None = None  # what an agent fixer's tasks may cost in all (None: its own budget)
 
 
 class Sandbox(_Frozen):
@@ -122,6 +123,7 @@ class LoopSpec(_Frozen):
     limits: Limits = Limits()
     sandbox: Sandbox = Sandbox()
     source: str = ""  # the file it came from, for reports
+    fixer_agent: str | None = None  # `fix: {agent: NAME}`: this agent fixes each round
 
 
 class WorkerTimeouts(_Frozen):

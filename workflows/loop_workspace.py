@@ -26,6 +26,8 @@ with workflow.unsafe.imports_passed_through():
         DiffSnapshot,
         LoopActivity,
         LoopInput,
+        RepoSource,
+        WorkerTimeouts,
         WorkspaceHandle,
     )
 
@@ -60,15 +62,20 @@ def _lost(err: ActivityError) -> bool:
 
 async def acquire(inp: LoopInput, last_diff: DiffSnapshot | None) -> WorkspaceHandle:
     """A workspace on whichever loop worker takes it: the base, plus the last stored diff."""
+    return await take(inp.loop_id, inp.spec.repo, last_diff, inp.loop_queue, inp.timeouts)
+
+
+async def take(
+    owner_id: str, repo: RepoSource, last_diff: DiffSnapshot | None, queue: str, timeouts: WorkerTimeouts
+) -> WorkspaceHandle:
+    """A workspace for a loop or a coding task (`owner_id`), taken on the shared loop queue."""
     return await workflow.execute_activity(
         LoopActivity.ACQUIRE_WORKSPACE,
-        AcquireRequest(
-            loop_id=inp.loop_id, repo=inp.spec.repo, diff_sha=last_diff.sha256 if last_diff else None
-        ),
+        AcquireRequest(loop_id=owner_id, repo=repo, diff_sha=last_diff.sha256 if last_diff else None),
         result_type=WorkspaceHandle,
-        task_queue=inp.loop_queue,
+        task_queue=queue,
         start_to_close_timeout=_CLONE_TIMEOUT,
-        heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
+        heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_s),
         retry_policy=RetryPolicy(maximum_attempts=_ACQUIRE_ATTEMPTS, non_retryable_error_types=_NOT_RETRIED),
         summary="rebuild the workspace" if last_diff else "clone the workspace",
     )
@@ -77,21 +84,21 @@ async def acquire(inp: LoopInput, last_diff: DiffSnapshot | None) -> WorkspaceHa
 async def run_command(inp: LoopInput, request: CommandRequest) -> CommandResult:
     run_limit = timedelta(seconds=inp.spec.limits.command_timeout_s) + _COMMAND_GRACE
     summary = f"round {request.round}: {request.step}"
-    return await _on_workspace(
-        inp, request.workspace, LoopActivity.RUN_COMMAND, request, CommandResult, run_limit, summary
+    return await on_workspace(
+        inp.timeouts, request.workspace, LoopActivity.RUN_COMMAND, request, CommandResult, run_limit, summary
     )
 
 
 async def save_diff(inp: LoopInput, workspace: WorkspaceHandle, round_: int) -> DiffSnapshot:
     request = DiffRequest(loop_id=inp.loop_id, workspace=workspace, round=round_)
     summary = f"round {round_}: save diff"
-    return await _on_workspace(
-        inp, workspace, LoopActivity.SAVE_DIFF, request, DiffSnapshot, _DIFF_TIMEOUT, summary
+    return await on_workspace(
+        inp.timeouts, workspace, LoopActivity.SAVE_DIFF, request, DiffSnapshot, _DIFF_TIMEOUT, summary
     )
 
 
-async def _on_workspace(
-    inp: LoopInput,
+async def on_workspace(
+    timeouts: WorkerTimeouts,
     workspace: WorkspaceHandle,
     activity: str,
     request: object,
@@ -106,8 +113,8 @@ async def _on_workspace(
             result_type=result_type,
             task_queue=workspace.task_queue,
             start_to_close_timeout=run_limit,
-            schedule_to_start_timeout=timedelta(seconds=inp.timeouts.pickup_s),
-            heartbeat_timeout=timedelta(seconds=inp.timeouts.heartbeat_s),
+            schedule_to_start_timeout=timedelta(seconds=timeouts.pickup_s),
+            heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_s),
             retry_policy=RetryPolicy(maximum_attempts=1),
             summary=summary,
         )

@@ -78,6 +78,9 @@ def check_tool_call(
     return ToolCheck(True, definition, arguments)
 
 
+MAX_PROPOSALS = 5  # approvals voided by a changed workspace before a pull request gives up
+
+
 def needs_approval(agent: AgentConfig, tool: str) -> bool:
     """Named in approvals.require_for, by name or by a glob such as `fs.*`."""
     return any(fnmatch.fnmatchcase(tool, rule) for rule in agent.spec.approvals.require_for)

@@ -76,6 +76,7 @@ class ToolSpec:
     bound_by: WriteBound | None = None
     source: str = "native"  # native | mcp:SERVER | skill | ...
     sha256: str = ""  # of the canonical schema; filled in when empty
+    always_gated: bool = False  # waits for a person whatever approvals.require_for says
 
     def __post_init__(self) -> None:
         if not self.sha256:

@@ -21,7 +21,7 @@ with workflow.unsafe.imports_passed_through():
         TOOL_OPTIONS,
     )
     from workflows.delegate_tool import DELEGATE
-    from workflows.tool_catalog import ToolSet, catalog_tool_name, model_tool_name
+    from workflows.tool_catalog import ToolRuns, ToolSet, catalog_tool_name, model_tool_name
     from workflows.types import (
         ActivityName,
         ApprovalRecord,
@@ -38,6 +38,7 @@ from workflows.approvals import ApprovalGate, GateDecision
 from workflows.conversation import Conversation
 from workflows.delegation import MAX_PARALLEL, Delegation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
+from workflows.task_workspace import TaskWorkspace
 from workflows.usage_meter import UsageMeter
 from workflows.workflow_tools import WorkflowTools
 
@@ -60,6 +61,7 @@ class ToolRunner:
         cancellation: Cancellation,
         signatures: list[str],
         folded: list[FoldedToolCall],
+        workspace: TaskWorkspace,
     ) -> None:
         self.inp = inp
         self.agent = inp.agent
@@ -71,19 +73,26 @@ class ToolRunner:
         self.cancellation = cancellation
         self.signatures = signatures  # of each call's tool, arguments and result
         self.folded = folded  # calls waiting to run inside the next model call
-        self.memory = policy.memory_scope(inp.agent, inp.context)
-        self.dispatch = WorkflowTools(inp, tools, record, Delegation(inp, record, meter))
+        self.memory = workspace.memory
+        self.workspace = workspace
+        self.dispatch = WorkflowTools(inp, tools, record, Delegation(inp, record, meter), workspace)
 
     @property
     def names(self) -> list[str]:
         """The tools the model is offered: the granted native ones in the order the agent's
-        config lists them, then those its MCP servers listed at the task's start."""
+        config lists them, then the others (MCP tools listed at the task's start, skills,
+        delegation, opening a workspace); the code tools only while a workspace is open."""
         native = [
             grant.name
             for grant in self.agent.spec.tools
-            if (spec := self.tools.get(grant.name)) is not None and spec.source == "native"
+            if (spec := self.tools.get(grant.name)) is not None
+            and spec.source == "native"
+            and self.workspace.offers(spec)
         ]
-        return native + [spec.name for spec in self.tools.specs if spec.source != "native"]
+        others = [
+            spec.name for spec in self.tools.specs if spec.source != "native" and self.workspace.offers(spec)
+        ]
+        return native + others
 
     async def handle_all(self, calls: list[ToolCall]) -> list[str]:
         """Each call's outcome, in order. Delegations needing no approval run in parallel,
@@ -118,6 +127,9 @@ class ToolRunner:
                     self.record.step, key, "tool_refused", name, check.arguments, check.problem
                 )
             return "invalid" if check.kind == "invalid" else "refused"
+        spec = check.definition
+        if spec is not None and spec.always_gated:
+            return await self._propose(call, key, name, check.arguments)
         approval = None
         if policy.needs_approval(self.agent, name):
             decision = await self._approval(key, name, check.arguments)
@@ -126,6 +138,27 @@ class ToolRunner:
                 return "denied"
             approval = decision.record
         return await self._run(call, key, name, check.arguments, approval, share)
+
+    async def _propose(self, call: ToolCall, key: str, name: str, arguments: dict[str, object]) -> str:
+        """A pull request: a person approves the exact diff; when the workspace changed while
+        they decided, that approval is void and a new request shows the new diff."""
+        for attempt in range(policy.MAX_PROPOSALS):
+            proposal = await self.workspace.proposal(arguments, self.meter.usage.cost_usd)
+            if not isinstance(proposal, dict):
+                self._tell_model(call, proposal.output)
+                self.record.record("tool", f"{name}: {proposal.error_kind}: {proposal.output[:120]}")
+                return "failed"
+            decision = await self._approval(f"{key}:{attempt}" if attempt else key, name, proposal)
+            if decision.record is None:
+                self._tell_model(call, f"The approver {decision.by} denied this action; do not retry it.")
+                return "denied"
+            if await self.workspace.still_current(str(proposal["diff_sha256"])):
+                return await self._run(call, key, name, proposal, decision.record)
+            self.record.decide(f"the workspace changed after {name} was approved; that approval is void")
+            await self.gate.audit(
+                self.record.step, f"{key}:void:{attempt}", "approval_void", name, proposal, "void"
+            )
+        raise TaskStop(TaskStatus.ERROR, f"the workspace kept changing while {name} waited for approval")
 
     def _key(self, call: ToolCall, position: int, name: str, arguments: dict[str, object]) -> str:
         """What names this call in idempotency keys, audit rows and approval requests."""
@@ -177,6 +210,8 @@ class ToolRunner:
         try:
             if spec is not None and spec.source != "native":
                 result = await self.dispatch.run(spec, tool_input, key, share)
+            elif spec is not None and spec.runs == ToolRuns.WORKSPACE:
+                result = await self.workspace.run_tool(tool_input)
             elif spec is not None and spec.local:
                 result = await workflow.execute_local_activity(
                     ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from config.agent import AgentConfig
+from workflows.code_types import WorkspaceState
+from workflows.loop_types import LOOP_TASK_QUEUE
 from workflows.message_types import (
     ApprovalDecision,
     ApprovalRequest,
@@ -107,6 +109,7 @@ class CarriedState:
     continuations: int = 0
     runs: int = 1
     folded_tools: list[FoldedToolCall] = field(default_factory=list)
+    workspace: WorkspaceState | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,10 @@ class TaskInput:
     tools: list[ToolSpec] | None = None
     skills: list[SkillRef] = field(default_factory=list)  # the versions it keeps, named in the prompt
     parent: str | None = None  # a subagent's parent task: it answers the parent, not the surface
+    # A workspace the task starts with (a repair loop's, lent to its fixer); others open one
+    # with code.open_workspace, taken on this queue of loop workers.
+    workspace: WorkspaceState | None = None
+    loop_queue: str = LOOP_TASK_QUEUE
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Tools that are not native activities: MCP tools (listed at the task's start, each call an
-activity that checks the schema), skills (read from the pinned version) and delegation
-(child workflows). The tool runner validates, permits and approves every call first; this
-part only runs the ones it hands over.
+activity that checks the schema), skills (read from the pinned version), delegation
+(child workflows) and the workspace's (opening one, the draft pull request). The tool
+runner validates, permits and approves every call first; this part only runs the ones it
+hands over.
 
 Workflow code: deterministic, no I/O.
 """
@@ -17,14 +18,24 @@ with workflow.unsafe.imports_passed_through():
     from workflows.skill_tools import SkillLoadInput
     from workflows.tool_catalog import ToolSet, ToolSpec
     from workflows.types import ActivityName, TaskInput, TaskStatus, ToolCallInput, ToolCallResult
+    from workflows.workspace_tool_specs import PULL_REQUEST_SOURCE, WORKSPACE_SOURCE
 
 from workflows.delegation import Delegation
 from workflows.task_record import TaskRecord, TaskStop, failure_reason
+from workflows.task_workspace import TaskWorkspace
 
 
 class WorkflowTools:
-    def __init__(self, inp: TaskInput, tools: ToolSet, record: TaskRecord, delegation: Delegation) -> None:
+    def __init__(
+        self,
+        inp: TaskInput,
+        tools: ToolSet,
+        record: TaskRecord,
+        delegation: Delegation,
+        workspace: TaskWorkspace,
+    ) -> None:
         self.inp = inp
+        self.workspace = workspace
         self.agent = inp.agent
         self.tools = tools
         self.record = record
@@ -35,6 +46,10 @@ class WorkflowTools:
             return await self.call_mcp(spec, tool_input)
         if spec.source == "skill":
             return await self.read_skill(tool_input)
+        if spec.source == WORKSPACE_SOURCE:
+            return await self.workspace.open(tool_input)
+        if spec.source == PULL_REQUEST_SOURCE:
+            return await self.workspace.open_pull_request(tool_input, self.delegation.meter.usage.cost_usd)
         return await self.delegate(spec.source, key, dict(tool_input.arguments), share)
 
     async def list_mcp_tools(self) -> list[str]:

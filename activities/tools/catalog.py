@@ -16,6 +16,7 @@ from activities.tools.native import NativeTool, declared
 from config.agent import AgentConfig
 from workflows.delegate_tool import ASK_TEAMMATE, DELEGATE
 from workflows.tool_catalog import ToolSpec
+from workflows.workspace_tool_specs import CREATE_PULL_REQUEST_SPEC, OPEN_WORKSPACE
 
 TOOL_FAMILIES = [
     importlib.import_module(f"activities.tools.{module.name}")
@@ -29,8 +30,11 @@ def native(name: str) -> NativeTool | None:
     return NATIVE_TOOLS.get(name)
 
 
-# Tools the workflow runs itself (a child workflow), granted in spec.tools like native ones.
-WORKFLOW_TOOLS: dict[str, ToolSpec] = {spec.name: spec for spec in (DELEGATE, ASK_TEAMMATE)}
+# Tools the workflow runs itself (a child workflow, a workspace, a pull request after its
+# approval), granted in spec.tools like native ones.
+WORKFLOW_TOOLS: dict[str, ToolSpec] = {
+    spec.name: spec for spec in (DELEGATE, ASK_TEAMMATE, OPEN_WORKSPACE, CREATE_PULL_REQUEST_SPEC)
+}
 
 
 def specs_for(agent: AgentConfig) -> list[ToolSpec]:

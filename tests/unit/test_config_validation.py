@@ -106,7 +106,12 @@ def test_tool_names_are_checked_against_the_catalog_it_is_given(tmp_path: Path) 
     (read_back,) = load_agent_documents(path, tools=None)  # a stored agent is not re-checked
     assert read_back.spec.tool("memory.serch") is not None
     native = {name: tool.spec.permission for name, tool in NATIVE_TOOLS.items()}
-    assert TOOLS == native | {"agent.delegate": "agents:delegate", "agent.ask_teammate": "agents:ask"}
+    assert TOOLS == native | {
+        "agent.delegate": "agents:delegate",
+        "agent.ask_teammate": "agents:ask",
+        "code.open_workspace": "code:read",
+        "github.create_pull_request": "pulls:write",
+    }
 
 
 def test_unknown_key_names_line_field_and_allowed_keys(tmp_path: Path) -> None:

@@ -108,6 +108,16 @@ def test_a_missing_loop_file_is_a_problem_not_a_traceback(tmp_path: Path) -> Non
         load_loop_file(tmp_path / "nope.yaml")
 
 
+def test_an_agent_can_be_the_loops_fixer_within_a_budget() -> None:
+    text = _line(12, "    fix: {agent: coder}").replace("limits: {", "limits: {budget: 2.5, ", 1)
+    spec = parse_loop(text, "loop.yaml")
+    assert spec.fixer_agent == "coder"
+    assert spec.commands[Step.FIX] == "agent coder"
+    assert spec.limits.budget_usd == 2.5
+    with pytest.raises(AgentConfigError, match="spec.commands.fix.agent: 'Coder!' is not an agent name"):
+        parse_loop(_line(12, "    fix: {agent: Coder!}"), "loop.yaml")
+
+
 @pytest.mark.parametrize(
     ("line", "replacement", "problem"),
     [
@@ -144,9 +154,9 @@ def test_a_missing_loop_file_is_a_problem_not_a_traceback(tmp_path: Path) -> Non
         ),
         (
             12,
-            "    fix: {agent: helper}",
-            "loop.yaml:12: spec.commands.fix: an agent as fixer is not available "
-            "yet: give fix as a shell command line",
+            "    fix: {agent: helper, model: x}",
+            "loop.yaml:12: spec.commands.fix: write fix as a shell command line, or as `{agent: NAME}` "
+            "to let an agent fix it",
         ),
         (
             12,

@@ -1,0 +1,75 @@
+"""How an agent's coding tasks run (`spec.coding`): the project's test command, the limits of
+every command in the workspace and its sandbox. A loop file's `limits` and `sandbox` read the
+same way; the sandbox fields are declared here, once, for both. Pydantic only.
+
+    coding:
+      verify: python -m pytest -q
+      limits: {command_timeout: 5m, memory: 1Gi}
+      sandbox: {provider: bubblewrap, network: false, env_from: [PIP_INDEX_URL]}
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from config.fields import Strict, rule_error
+from config.loop_fields import Command, Megabytes, Seconds
+from workflows.code_types import CodeSetup
+from workflows.loop_types import Limits, RepoSource, Sandbox
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SandboxFields(Strict):
+    provider: Literal["bubblewrap", "none"] = "bubblewrap"
+    network: bool = False
+    env_from: list[str] = Field(default_factory=list)
+    read_only: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _names_and_paths(self) -> SandboxFields:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for index, name in enumerate(self.env_from):
+            if not _ENV_NAME.match(name):
+                problems.append((("env_from", index), f"{name!r} is not an environment variable name"))
+        for index, path in enumerate(self.read_only):
+            if not path.startswith("/"):
+                problems.append((("read_only", index), f"{path!r} must be an absolute path"))
+        if problems:
+            raise rule_error(problems)
+        return self
+
+
+class CodingLimits(Strict):
+    command_timeout: Seconds = 600.0
+    stall_timeout: Seconds = 120.0
+    memory: Megabytes = 2048.0
+    max_processes: int = Field(default=256, ge=1)
+    max_file_size: Megabytes = 512.0
+    output: Megabytes = 4.0
+
+
+class CodingSpec(Strict):
+    verify: Command | None = Field(default=None, description="The project's test command")
+    limits: CodingLimits = CodingLimits()
+    sandbox: SandboxFields = SandboxFields()
+
+    def setup(self, repo: RepoSource) -> CodeSetup:
+        """What a workspace of `repo` opened by this agent runs with."""
+        limits = self.limits
+        return CodeSetup(
+            repo=repo,
+            verify=self.verify or "",
+            limits=Limits(
+                command_timeout_s=limits.command_timeout,
+                stall_timeout_s=limits.stall_timeout,
+                memory_mb=max(1, round(limits.memory)),
+                max_processes=limits.max_processes,
+                max_file_mb=max(1, round(limits.max_file_size)),
+                output_kb=max(1, round(limits.output * 1024)),
+            ),
+            sandbox=Sandbox(**self.sandbox.model_dump()),
+        )
