@@ -5,7 +5,8 @@ or App JWT auth, JSON bodies, `page`/`per_page` pagination, `since` filters, 404
 bodies, rate-limit headers. PyGithub talks to it through `base_url`. It keeps repositories,
 issues (and pull requests, which share numbers), comments, commit comments, workflow runs,
 jobs and job logs in memory; job logs answer with a 302 to a "blob" URL that honours Range,
-or with plain text.
+or with plain text. Git data (blobs, trees, commits, refs) and pull requests live in real
+bare repositories under `git_root` (`tests.fakes.github_git`).
 
 Faults, for the next N requests matching a method and path pattern: an HTTP status (500,
 429 or 403 with Retry-After), or "accept then hang": the request takes effect, and the
@@ -21,6 +22,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -60,6 +62,7 @@ class _Repo:
     commit_comments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     runs: list[dict[str, Any]] = field(default_factory=list)
     jobs: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    pulls: dict[int, dict[str, Any]] = field(default_factory=dict)  # tests.fakes.github_git
 
 
 class FakeGitHub:
@@ -75,6 +78,8 @@ class FakeGitHub:
         self.installation_id = 4242
         self.token_ttl_seconds = 3600
         self.issued_tokens: list[str] = []
+        # Where FakeGitHost keeps its bare repositories: the Git data and pulls API use them.
+        self.git_root: Path | None = None
         self._repos: dict[str, _Repo] = {}
         self._faults: list[Fault] = []
         self._ids = iter(range(1000, 10**9))
@@ -255,6 +260,7 @@ class FakeGitHub:
         return None
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        from tests.fakes import github_git  # noqa: F401  (registers the Git data and pulls routes)
         from tests.fakes.github_routes import make_handler
 
         return make_handler(self)
