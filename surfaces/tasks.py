@@ -91,6 +91,7 @@ async def start_task(
         task_kind=task_kind,
         tools=specs_for(agent.config),
         skills=await pinned_skills(settings, agent),
+        loop_queue=settings.loop_task_queue,  # where a coding task takes its workspace
     )
     try:
         handle = await client.start_workflow(

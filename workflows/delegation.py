@@ -114,7 +114,7 @@ class Delegation:
         parent_tools = [spec for spec in (self.inp.tools or []) if spec.source != "delegate"]
         if isinstance(asked, list):
             parent_tools = [spec for spec in parent_tools if spec.name in asked]
-        agent = _carved_agent(self.inp.agent, usd, max(tokens, 1))
+        agent = carved_agent(self.inp.agent, usd, max(tokens, 1))
         return TaskInput(
             task_id=f"{self.inp.task_id}-d{self.record.step}-{key}",
             agent=agent,
@@ -128,7 +128,7 @@ class Delegation:
         )
 
 
-def _carved_agent(agent: AgentConfig, usd: float, tokens: int) -> AgentConfig:
+def carved_agent(agent: AgentConfig, usd: float, tokens: int) -> AgentConfig:
     """The agent with this subagent's slice of the budget as its per-task ceiling."""
     spec = agent.spec
     budget = spec.budget.model_copy(update={"per_task_usd": usd})

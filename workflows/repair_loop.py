@@ -19,6 +19,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from workflows import loop_workspace
+from workflows.loop_fixer import AgentFixer
 from workflows.loop_progress import LoopProgress
 from workflows.loop_workspace import WorkspaceLost, why
 
@@ -62,6 +63,8 @@ class RepairLoopWorkflow:
         self._view: LoopView | None = None
         self._diff: DiffSnapshot | None = None  # the last finished round's
         self._durations: dict[Step, float] = {}  # each step's last run, for the ETA
+        self._fixer: AgentFixer | None = None  # `fix: {agent: NAME}`
+        self._failing: list[str] = []  # the last round's failing tests, for an agent fixer
 
     @workflow.query(name="progress")
     def progress(self) -> LoopView | None:
@@ -127,6 +130,7 @@ class RepairLoopWorkflow:
         progress = LoopProgress(
             spec.limits, spec.baseline, has_fixer=Step.FIX in spec.commands or Step.IMPROVE in spec.commands
         )
+        self._fixer = AgentFixer(inp) if spec.fixer_agent else None
         workspace = await self._acquire(inp)
         last_error, round_, reacquired = "", 1, 0
         started = workflow.now()
@@ -139,6 +143,13 @@ class RepairLoopWorkflow:
                     f"ran {ran:.0f} s, past limits.max_duration ({limit:.0f} s), after {round_ - 1} round(s)",
                     "raise limits.max_duration if the rounds were improving: "
                     f"openloop loops report {inp.loop_id}",
+                )  # fmt: skip
+            if self._fixer is not None and self._fixer.exhausted:
+                return self._result(
+                    inp, LoopStatus.BUDGET_EXHAUSTED,
+                    f"{spec.fixer_agent} spent the loop's budget (${self._fixer.spent.cost_usd:.4f} of "
+                    f"${spec.limits.budget_usd:.2f}) in {round_ - 1} round(s)",
+                    f"raise limits.budget if the rounds were improving: openloop loops report {inp.loop_id}",
                 )  # fmt: skip
             self._show(round=round_)
             try:
@@ -155,6 +166,7 @@ class RepairLoopWorkflow:
             failed = [r for r in results if r.step is not Step.FIX and r.outcome.value != "passed"]
             last_error = (failed[-1].error_summary or failed[-1].tail)[-_LAST_ERROR_CHARS:] if failed else ""
             self._diff = diff
+            self._failing = judgement.failing or []
             report = RoundReport(
                 loop_id=inp.loop_id, round=round_, commands=results, failing_tests=judgement.failing,
                 fixed_tests=judgement.fixed, broken_tests=judgement.broken, metric=judgement.metric,
@@ -183,7 +195,10 @@ class RepairLoopWorkflow:
             fixer = Step.IMPROVE if Step.IMPROVE in commands else Step.FIX if Step.FIX in commands else None
         elif progress.needs_fix(results) and Step.FIX in commands:
             fixer = Step.FIX
-        if fixer is not None:
+        if fixer is Step.FIX and self._fixer is not None:
+            self._show(step=Step.FIX)
+            results.append(await self._fixer.fix(workspace, round_, self._failing, last_error))
+        elif fixer is not None:
             results.append(await self._command(inp, workspace, round_, fixer, commands[fixer], last_error))
         results.append(
             await self._command(inp, workspace, round_, Step.VERIFY, commands[Step.VERIFY], last_error)

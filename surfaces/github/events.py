@@ -163,7 +163,14 @@ def branch_watched(branch: str | None, config: GitHubSurface) -> bool:
 
 
 def ci_request(
-    repo: str, what: str, branch: str, sha: str, url: str, pr: int | None, detail: str = ""
+    repo: str,
+    what: str,
+    branch: str,
+    sha: str,
+    url: str,
+    pr: int | None,
+    detail: str = "",
+    propose_fix: bool = False,
 ) -> str:
     """The request an 'investigate CI' task starts with."""
     on_pr = f" (pull request #{pr})" if pr else ""
@@ -180,6 +187,17 @@ def ci_request(
         "Reply with a short report: what failed, where (file/test), the likely cause, and a "
         "suggested fix. Quote at most a few log lines. Do not guess beyond what the logs show.",
     ]
+    if propose_fix:
+        lines += [
+            "",
+            "If the likely cause is in this repository's code, fix it: "
+            f"code.open_workspace(repo={repo!r}, base={branch!r}), reproduce the failure with "
+            "code.run_tests, change what the fix needs with code.edit_file, run code.run_tests "
+            "again, and when the tests pass propose the change with github.create_pull_request "
+            "(its body names the failed run). A person approves it before anything is pushed. "
+            "If the cause is not in the code (an outage, a secret, a flaky runner), say so and "
+            "propose nothing.",
+        ]
     return "\n".join(lines)
 
 
@@ -228,7 +246,7 @@ def _ci_decision(event: str, payload: dict[str, Any], config: GitHubSurface) -> 
     return Trigger(
         repo=repo,
         user=actor,
-        request=ci_request(repo, what, branch, sha, url, pr, detail),
+        request=ci_request(repo, what, branch, sha, url, pr, detail, config.ci.propose_fixes),
         task_kind="investigate_ci",
         thread=str(pr) if pr else None,
         head_sha=sha or None,
