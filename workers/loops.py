@@ -1,9 +1,10 @@
 """Loop workers: the Temporal workers that hold repair-loop workspaces and run their commands.
 
 One process holds two: one polls the shared loop queue to take workspaces, the other polls a
-queue only this process serves, where every command and diff of the workspaces it took goes
-(Temporal's pattern for stateful sessions). The loop workflow itself and its rows run on the
-ordinary worker. At start the sandbox is checked, and a missing one is said loudly.
+queue only this process serves, where every command and diff of the workspaces it took goes,
+and every coding tool call of an agent task that holds one of them (Temporal's pattern for
+stateful sessions). The loop workflow itself and its rows run on the ordinary worker. At
+start the sandbox is checked, and a missing one is said loudly.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities import runtime
+from activities.code.code_activities import CODE_WORKSPACE_ACTIVITIES
 from activities.loops.host import LoopHost, configure_host
 from activities.loops.loop_activities import SHARED_QUEUE_ACTIVITIES, WORKSPACE_ACTIVITIES
 from activities.loops.sandbox import sandbox_problem
@@ -45,7 +47,7 @@ def build_loop_workers(
     own = Worker(
         client,
         task_queue=host.task_queue,
-        activities=list(WORKSPACE_ACTIVITIES),
+        activities=[*WORKSPACE_ACTIVITIES, *CODE_WORKSPACE_ACTIVITIES],
         max_concurrent_activities=MAX_COMMANDS,
         interceptors=interceptors,
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 from temporalio.exceptions import ApplicationError
 
 from workflows.errors import ErrorType
-from workflows.loop_types import LOOP_TASK_QUEUE
+from workflows.loop_types import LOOP_TASK_QUEUE, WorkspaceHandle
 
 
 @dataclass(frozen=True)
@@ -53,3 +53,17 @@ def loop_host() -> LoopHost:
             non_retryable=True,
         )
     return _host
+
+
+def held_workspace(handle: WorkspaceHandle) -> Path:
+    """The workspace's path when this worker holds it; WORKSPACE_LOST otherwise, so the
+    workflow takes the workspace again (on whichever worker picks it up)."""
+    host = loop_host()
+    path = Path(handle.path)
+    if handle.worker != host.name or not (path / ".git").is_dir():
+        raise ApplicationError(
+            f"{host.name} does not hold the workspace of {handle.loop_id}",
+            type=ErrorType.WORKSPACE_LOST,
+            non_retryable=True,
+        )
+    return path

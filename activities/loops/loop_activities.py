@@ -19,7 +19,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.github.client import installation_token
 from activities.loops import workspace
-from activities.loops.host import loop_host
+from activities.loops.host import held_workspace, loop_host
 from activities.loops.output_reading import failing_tests, last_error, metric
 from activities.loops.sandbox import Progress, SandboxRun, SandboxUnavailable, run_sandboxed
 from activities.runtime import runtime
@@ -108,19 +108,6 @@ async def acquire_workspace(req: AcquireRequest) -> WorkspaceHandle:
     )
 
 
-def _held(handle: WorkspaceHandle) -> Path:
-    """The workspace's path when this worker holds it; WORKSPACE_LOST otherwise."""
-    host = loop_host()
-    path = Path(handle.path)
-    if handle.worker != host.name or not (path / ".git").is_dir():
-        raise ApplicationError(
-            f"{host.name} does not hold the workspace of {handle.loop_id}",
-            type=ErrorType.WORKSPACE_LOST,
-            non_retryable=True,
-        )
-    return path
-
-
 def _reader(root: Path) -> Callable[[str], str | None]:
     """Reads a file the command wrote, only inside the workspace (or its private /tmp)."""
 
@@ -149,7 +136,7 @@ def _command_env(req: CommandRequest, path: Path) -> dict[str, str]:
 @activity.defn(name=LoopActivity.RUN_COMMAND)
 async def run_command(req: CommandRequest) -> CommandResult:
     """One command in the sandbox, heartbeating its progress; its output stored, its result read."""
-    path = _held(req.workspace)
+    path = held_workspace(req.workspace)
     host = loop_host()
     values = {
         "workspace": str(path),
@@ -218,7 +205,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
 @activity.defn(name=LoopActivity.SAVE_DIFF)
 async def save_diff(req: DiffRequest) -> DiffSnapshot:
     """The workspace's diff from its base commit, stored under its hash."""
-    path = _held(req.workspace)
+    path = held_workspace(req.workspace)
     try:
         patch = await workspace.diff(path, req.workspace.base_commit)
     except workspace.WorkspaceError as exc:
