@@ -6,6 +6,8 @@ are). Released names and fields are permanent."""
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict
 
 from workflows.loop_types import DiffSnapshot, Limits, RepoSource, Sandbox, WorkspaceHandle
@@ -75,7 +77,8 @@ class PullRequestInput(_Frozen):
 
     @property
     def branch(self) -> str:
-        return f"{BRANCH_PREFIX}{self.task_id}"
+        # Task ids may hold characters git refuses in a branch name (`:` from a CLI task).
+        return BRANCH_PREFIX + re.sub(r"[^A-Za-z0-9._-]+", "-", self.task_id).strip("-.")
 
 
 class PullRequestResult(_Frozen):
