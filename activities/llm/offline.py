@@ -5,8 +5,11 @@ approval, the tool, the reply — and says plainly in every reply that it is off
 follows simple cues in the request (whole words, never inside untrusted-data blocks):
 "read/summarise the thread", "capture/remember the decision", "what did we decide", "open
 an issue". After saving a decision it offers an issue; a "yes" in the thread opens it in
-the agent's bound repository (the system prompt names it, `workflows.prompts`). Any
-LiteLLM provider replaces it once its key is set.
+the agent's bound repository (the system prompt names it, `workflows.prompts`). A request
+to fix something ("fix", "failing", "broken", a CI investigation that may propose a fix),
+given the coding tools, runs `activities.llm.offline_coding`: it fixes the one bug it knows
+(the demo project's) and proposes the draft pull request. Any LiteLLM provider replaces it
+once its key is set.
 """
 
 from __future__ import annotations
@@ -169,6 +172,13 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
         and not _called(messages, "memory.search")
     ):
         return _call(messages, "memory.search", {"query": request})
+    if not wants_issue:  # asked for an issue, it tracks the problem rather than fixing it
+        # Imported here: it builds on this module's replies.
+        from activities.llm.offline_coding import coding_step
+
+        coding = coding_step(messages, tools, cues, system)
+        if coding is not None:
+            return coding
     if can_issue and wants_issue:
         repo = _repo(f"{request}\n{answer}", system)
         if repo is None:
