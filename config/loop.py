@@ -90,7 +90,9 @@ def _shell_line_or_agent(value: Any) -> Any:
     """A shell line, or `{agent: NAME}`; one message either way, not one per alternative."""
     if isinstance(value, dict):
         if set(value) != {"agent"}:
-            raise ValueError("write fix as a shell command line, or as `{agent: NAME}` to let an agent fix it")
+            raise ValueError(
+                "write fix as a shell command line, or as `{agent: NAME}` to let an agent fix it"
+            )
         return FixerAgent(agent=value["agent"])
     if isinstance(value, list):
         raise ValueError("expected a shell command line or `{agent: NAME}` (got a list)")

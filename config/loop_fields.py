@@ -15,7 +15,15 @@ from pydantic import AfterValidator, BeforeValidator
 from config.fields import parse_duration
 from workflows.loop_template import PLACEHOLDERS, misplaced_placeholders, unknown_placeholders
 
-__all__ = ["Command", "command_line", "MetricRegex", "Megabytes", "Seconds", "parse_megabytes", "parse_seconds"]
+__all__ = [
+    "Command",
+    "command_line",
+    "MetricRegex",
+    "Megabytes",
+    "Seconds",
+    "parse_megabytes",
+    "parse_seconds",
+]
 
 _DURATION_HINT = "write a number of seconds or a number and a unit, e.g. 90s, 10m, 1h"
 _SIZE_HINT = "write a number of megabytes or a number and a unit, e.g. 256Mi, 2Gi, 512M"
