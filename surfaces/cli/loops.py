@@ -65,6 +65,9 @@ async def _client(settings: Settings) -> Client:
 @loops_app.command()
 def init(
     folder: Annotated[Path, typer.Argument(help="Where to write loop.yaml and demo-project/")] = Path("."),
+    agent: Annotated[
+        str | None, typer.Option(help="Let this agent fix each round (e.g. coder) instead of a shell line.")
+    ] = None,
 ) -> None:
     """Write a starter loop file and the small demo project it repairs."""
     loop_file, project = folder / "loop.yaml", folder / "demo-project"
@@ -73,7 +76,13 @@ def init(
             raise fail(f"{path} already exists: choose another folder or move it away", 1)
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copytree(DEMO_PROJECT, project, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    loop_file.write_text(STARTER_LOOP.read_text())
+    text = STARTER_LOOP.read_text()
+    if agent is not None:
+        text = text.replace(
+            "    fix: python autofix.py {last_error} # a stand-in for a coding agent's command line",
+            f"    fix: {{agent: {agent}}} # each fix round is a task of this agent, with its coding tools",
+        )
+    loop_file.write_text(text)
     console.print(f"[green]✓[/green] wrote {loop_file} and {project}/ (a calculator with one failing test)")
     console.print(f"next: openloop loops doctor {loop_file}   then   openloop loops run {loop_file}")
 

@@ -343,3 +343,15 @@ def test_every_step_sees_where_and_when_it_runs() -> None:
         "OPENLOOP_ROUND": "2",
         "OPENLOOP_STEP": "fix",
     }
+
+
+def test_loops_init_with_an_agent_writes_a_loop_that_agent_fixes(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from surfaces.cli.main import app
+
+    done = CliRunner().invoke(app, ["loops", "init", str(tmp_path), "--agent", "coder"])
+    assert done.exit_code == 0, done.output
+    spec = load_loop_file(tmp_path / "loop.yaml")
+    assert spec.fixer_agent == "coder" and spec.commands[Step.FIX] == "agent coder"
+    assert (tmp_path / "demo-project" / "calc.py").is_file()
