@@ -5,7 +5,9 @@ request (`context.channel` = "owner/repo", `context.thread` = its number). A CI
 investigation (`context.reply_target` = the head commit sha) reports where the agent's
 `spec.surfaces.github.ci.report_to` says: the pull request, the commit, and/or the agent's
 first Slack channel. Every comment is written once per idempotency key (hidden marker).
-Comment bodies are built by pure functions at the top of this module.
+Comment bodies are built by pure functions at the top of this module, an approval's in
+`activities.github.approval_card`. An approval is also asked in the agent's first Slack
+channel, and both messages show the decision (`activities.github.approval_slack`).
 
 The final answer is never lost to a target that is gone (an issue, pull request or commit
 GitHub answers 404 for): it falls back to the commit, then the agent's first Slack channel,
@@ -19,18 +21,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import json
 import logging
 
 from temporalio.exceptions import ApplicationError
 
+from activities.github import approval_slack
+from activities.github.approval_card import approval_body, resolved_body, shows_decision
 from activities.github.client import bounded, github_call, with_marker
 from activities.github.once import Written, comment_once, create_issue_once, edit_comment, fetch_row
 from activities.runtime import Runtime
 from activities.store.agents import agent_for_github_repo
 from activities.tools.native import ToolError
 from workflows.types import (
-    ApprovalRequest,
     PostApprovalRequestInput,
     PostApprovalRequestResult,
     PostReplyInput,
@@ -42,7 +44,6 @@ from workflows.types import (
 log = logging.getLogger(__name__)
 
 MAX_COMMENT = 60_000  # GitHub refuses bodies over 65,536 characters
-MAX_ARGS = 3_000
 # A request asked again after its comment was decided gets a fresh comment under the next
 # key; each `temporal workflow reset` past the approval step adds one, so this is generous.
 MAX_APPROVAL_COMMENTS = 50
@@ -58,41 +59,12 @@ def reply_body(text: str, status: TaskStatus) -> str:
     return body
 
 
-def _arguments(arguments: dict[str, object]) -> str:
-    return bounded(json.dumps(arguments, indent=2, sort_keys=True, default=str), MAX_ARGS)
-
-
-def approval_body(task_id: str, agent: str, request: ApprovalRequest) -> str:
-    approvers = ", ".join(f"`{a}`" for a in request.approvers) or "none named"
-    return (
-        f"**Approval needed**: agent `{agent}` wants to run `{request.tool}`:\n\n"
-        f"```json\n{_arguments(request.arguments)}\n```\n\n"
-        f"Model: `{request.model}` · estimated cost: ${request.estimated_cost_usd:.4f}"
-        f" · expires: {request.expires_at_iso}\n"
-        f"Approvers: {approvers}\n\n"
-        f"Approve with `openloop approve {task_id}` or deny with `openloop deny {task_id}`."
-    )
-
-
-def shows_decision(body: str) -> bool:
-    """Whether an approval comment was already resolved (`resolved_body`), not pending."""
-    return body.startswith("**Approval ") and not body.startswith("**Approval needed**")
-
-
 def fallback_issue(repo: str, context: SurfaceContext, text: str) -> tuple[str, str]:
     """Title and body of the issue an answer goes to when nothing else can take it."""
     where = f"#{context.thread}" if context.thread else (context.reply_target or "")[:12]
     title = f"OpenLoop answer for {repo} {where}".strip()
     note = f"_Posted as a new issue: {where or 'the place it was asked'} could not take a comment._"
     return title, bounded(f"{text.strip() or '(no reply)'}\n\n{note}", MAX_COMMENT)
-
-
-def resolved_body(task_id: str, inp: ResolveApprovalRequestInput) -> str:
-    who = f" by `{inp.decided_by}`" if inp.decided_by else ""
-    return (
-        f"**Approval {inp.outcome}**{who} at {inp.decided_at_iso}: `{inp.request.tool}` "
-        f"for task `{task_id}`.\n\n```json\n{_arguments(inp.request.arguments)}\n```"
-    )
 
 
 # Where a task answers ----------------------------------------------------------------------
@@ -265,16 +237,21 @@ async def post_reply(inp: PostReplyInput, rt: Runtime) -> None:
 
 
 async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> PostApprovalRequestResult:
+    """The approval comment, and the same card in the agent's first Slack channel."""
     repo = _repo(inp.context)
     targets, _ = await _targets(rt, inp.context)
+    _, slack_channels = await _report_to(rt, repo)
+    slack_ref = await approval_slack.post_card(inp, slack_channels[0], rt) if slack_channels else None
     if not targets:
-        return PostApprovalRequestResult(message_ref=None)
+        return PostApprovalRequestResult(message_ref=approval_slack.join_refs(None, slack_ref))
     body = approval_body(inp.task_id, inp.agent_name, inp.request)
     base = f"{inp.task_id}:approval:{inp.request.request_id}"
     for n in range(MAX_APPROVAL_COMMENTS):
         written = await _written(rt, repo, targets[0], body, base if n == 0 else f"{base}:{n}")
         if not shows_decision(written.body):
-            return PostApprovalRequestResult(message_ref=_ref(targets[0], written))
+            return PostApprovalRequestResult(
+                message_ref=approval_slack.join_refs(_ref(targets[0], written), slack_ref)
+            )
     raise ApplicationError(
         f"request {inp.request.request_id} of {inp.task_id} was decided {MAX_APPROVAL_COMMENTS} "
         "times already; it is not asked again",
@@ -284,11 +261,14 @@ async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> P
 
 
 async def resolve_approval_request(inp: ResolveApprovalRequestInput, rt: Runtime) -> None:
-    if not inp.message_ref:
+    github_ref, slack_ref = approval_slack.split_refs(inp.message_ref)
+    if slack_ref:
+        await approval_slack.resolve_card(inp, slack_ref, rt)
+    if not github_ref:
         return
     repo = _repo(inp.context)
     key = f"{inp.task_id}:approval:{inp.request.request_id}"
     try:
-        await edit_comment(rt, repo, inp.message_ref, with_marker(resolved_body(inp.task_id, inp), key))
+        await edit_comment(rt, repo, github_ref, with_marker(resolved_body(inp.task_id, inp), key))
     except ToolError as exc:  # the comment was deleted meanwhile: nothing left to update
         log.info("approval comment for %s not updated: %s", inp.task_id, exc)

@@ -4,7 +4,8 @@ Slack surface alike): Block Kit approval messages and the texts of short replies
 No I/O lives here, so every message can be tested without Slack. Blocks are built with
 slack-sdk's Block Kit models, which check Slack's field limits when serialised. Markdown ->
 mrkdwn and splitting long replies live in `activities.slack.mrkdwn`; their names are
-importable from here too, as callers use them (`blocks.split_message`).
+importable from here too, as callers use them (`blocks.split_message`). A draft pull
+request's card is laid out by `activities.slack.pull_request_blocks`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
+from activities.slack import pull_request_blocks
 from activities.slack.mrkdwn import MESSAGE_LIMIT, escape, markdown_to_mrkdwn, split_message
+from activities.slack.pull_request_blocks import SHOW_DIFF_ACTION
+from workflows.pull_request_card import PullRequestCard
 from workflows.types import ApprovalRequest, TaskStatus
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "MESSAGE_LIMIT",
     "OUTCOME_LABELS",
     "SECTION_LIMIT",
+    "SHOW_DIFF_ACTION",
     "approval_button_value",
     "approval_request_message",
     "approval_resolved_message",
@@ -115,6 +120,16 @@ def _argument_sections(arguments: dict[str, object]) -> list[Block]:
 
 def _details(task_id: str, agent_name: str, request: ApprovalRequest) -> list[Block]:
     approvers = ", ".join(mention(a) for a in request.approvers) or "nobody"
+    who_and_when = [
+        MarkdownTextObject(text=f"*Who may approve*\n{approvers}"),
+        MarkdownTextObject(text=f"*Expires*\n{slack_date(request.expires_at_iso)}"),
+    ]
+    card = PullRequestCard.of(request)
+    if card is not None:
+        return [
+            *pull_request_blocks.summary_blocks(task_id, agent_name, card),
+            SectionBlock(fields=who_and_when),
+        ]
     return [
         SectionBlock(
             text=MarkdownTextObject(
@@ -127,8 +142,7 @@ def _details(task_id: str, agent_name: str, request: ApprovalRequest) -> list[Bl
             fields=[
                 MarkdownTextObject(text=f"*Model*\n`{escape(request.model)}`"),
                 MarkdownTextObject(text=f"*Estimated cost*\n${request.estimated_cost_usd:.4f}"),
-                MarkdownTextObject(text=f"*Who may approve*\n{approvers}"),
-                MarkdownTextObject(text=f"*Expires*\n{slack_date(request.expires_at_iso)}"),
+                *who_and_when,
             ]
         ),
     ]
@@ -139,27 +153,29 @@ def approval_request_message(
 ) -> tuple[str, list[dict[str, object]]]:
     """(fallback text, blocks) for a gated action waiting for a decision."""
     value = approval_button_value(task_id, request)
+    card = PullRequestCard.of(request)
+    buttons = [
+        ButtonElement(text="Approve", action_id=APPROVE_ACTION, value=value, style="primary"),
+        ButtonElement(
+            text="Deny",
+            action_id=DENY_ACTION,
+            value=value,
+            style="danger",
+            confirm=ConfirmObject(
+                title="Deny this action?",
+                text=f"The agent will not run `{request.tool}`.",
+                confirm="Deny",
+                deny="Cancel",
+            ),
+        ),
+    ]
+    if card is not None:
+        buttons.append(pull_request_blocks.show_diff_button(value))
     blocks: list[Block] = [
         HeaderBlock(text=f"Approval needed: {request.tool}"[:150]),
         *_details(task_id, agent_name, request),
-        ActionsBlock(
-            block_id=f"approval:{request.request_id}"[:255],
-            elements=[
-                ButtonElement(text="Approve", action_id=APPROVE_ACTION, value=value, style="primary"),
-                ButtonElement(
-                    text="Deny",
-                    action_id=DENY_ACTION,
-                    value=value,
-                    style="danger",
-                    confirm=ConfirmObject(
-                        title="Deny this action?",
-                        text=f"The agent will not run `{request.tool}`.",
-                        confirm="Deny",
-                        deny="Cancel",
-                    ),
-                ),
-            ],
-        ),
+        *([pull_request_blocks.full_diff_note(card, with_button=True)] if card is not None else []),
+        ActionsBlock(block_id=f"approval:{request.request_id}"[:255], elements=buttons),
         ContextBlock(
             elements=[
                 MarkdownTextObject(
@@ -197,6 +213,9 @@ def approval_resolved_message(
         SectionBlock(text=MarkdownTextObject(text=line)),
         *_details(task_id, agent_name, request),
     ]
+    card = PullRequestCard.of(request)
+    if card is not None:
+        blocks.append(pull_request_blocks.full_diff_note(card, with_button=False))
     text = f"{request.tool} {outcome}" + (f" by {decided_by}" if decided_by else "")
     return escape(text), [block.to_dict() for block in blocks]
 

@@ -24,6 +24,7 @@ from rich.markup import escape
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 
+from surfaces.cli.approval_view import print_request, what_is_asked
 from surfaces.cli.terminal import commands
 from surfaces.task_lookup import qualified_reason
 from workflows.agent_task import AgentTaskWorkflow
@@ -123,8 +124,9 @@ async def _prompt(
         if pending.request_id not in prompted:
             prompted.add(pending.request_id)
             approver = user if user in pending.approvers else "APPROVER"
+            out.print(f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {what_is_asked(pending)}")
+            print_request(out, pending)
             out.print(
-                f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {escape(str(pending.arguments))}\n"
                 f"  approvers: {', '.join(pending.approvers)}; expires {pending.expires_at_iso}\n"
                 f"  approve: {commands(f'openloop approve {handle.id} --as {approver}')}"
                 f"   deny: {commands(f'openloop deny {handle.id} --as {approver}')}"

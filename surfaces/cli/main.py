@@ -39,6 +39,7 @@ COMMAND_MODULES = (
     "surfaces.cli.memory",
     "surfaces.cli.usage",
     "surfaces.cli.observe",
+    "surfaces.cli.task_diff",
     "surfaces.cli.mcp",
     "surfaces.cli.skills",
     "surfaces.cli.loops",

@@ -26,6 +26,7 @@ from temporalio.types import MethodSyncOrAsyncSingleParam
 from activities.store.agents import get_agent
 from activities.store.db import close_pools, get_pool
 from config.settings import Settings
+from surfaces.cli.approval_view import what_is_asked
 from surfaces.cli.follow import Followed, follow_task
 from surfaces.cli.terminal import commands, make_console
 from surfaces.client import connect
@@ -215,9 +216,8 @@ async def _decide(task_id: str, user: str, approved: bool) -> None:
         raise typer.Exit(1)
     decision = ApprovalDecision(pending.request_id, pending.action_id, user)
     await handle.signal(AgentTaskWorkflow.approve if approved else AgentTaskWorkflow.deny, decision)
-    console.print(
-        f"{'Approved' if approved else 'Denied'} {pending.tool} {escape(str(pending.arguments))} as {user}."
-    )
+    verb = "Approved" if approved else "Denied"
+    console.print(f"{verb} {pending.tool} {what_is_asked(pending)} as {user}.")
 
 
 async def _signal(

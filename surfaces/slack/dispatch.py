@@ -2,7 +2,8 @@
 
 Events reach `handle_event` from the Slack inbox, after the ack: it starts the task (the
 workflow id derives from the event id, so a redelivered event finds the task it started) or
-signals it. Button clicks reach `handle_interaction` before the ack, which only signals.
+signals it. Button clicks reach `handle_interaction` before the ack, which only signals
+("Show diff" only acks: `surfaces.slack.diff_button` posts the diff afterwards).
 Anything else Slack should see (a "no agent here" reply, an ephemeral "not allowed") is a
 follow-up run afterwards. Agent work never runs here.
 
@@ -26,6 +27,7 @@ from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.decisions import decision_problem
+from surfaces.slack.diff_button import DiffButton
 from surfaces.slack.outcome import Followup, Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
 from surfaces.slack.waiting import RecentKeys, WaitingTasks
@@ -50,6 +52,7 @@ class SlackDispatcher:
         self.settings = settings
         self.temporal = temporal
         self.waiting = WaitingTasks(temporal)
+        self.diff_button = DiffButton(settings, temporal)
         self._recent = RecentKeys()
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._own_user: str | None = None
@@ -181,6 +184,8 @@ class SlackDispatcher:
             return Outcome(f"unsupported interaction {payload.get('type')!r}", status=400)
         actions = payload.get("actions")
         action = actions[0] if isinstance(actions, list) and actions else None
+        if isinstance(action, dict) and action.get("action_id") == blocks.SHOW_DIFF_ACTION:
+            return await self.diff_button.clicked(payload, action)
         if not isinstance(action, dict) or action.get("action_id") not in blocks.APPROVAL_ACTIONS:
             return Outcome("unknown action id", status=400)
         parsed = blocks.parse_button_value(str(action.get("value") or ""))

@@ -8,6 +8,10 @@ cursor pagination in `response_metadata.next_cursor`, message metadata returned 
 
 Socket Mode: `apps.connections.open` hands out a ws:// URL on the same server; tests push
 envelopes with `socket_send` and read the client's acks in `socket_acks`.
+
+Files (`files_upload_v2`): `files.getUploadURLExternal` hands out an upload URL on the same
+server, the bytes are posted there, and `files.completeUploadExternal` shares them in a
+channel or thread as a message with `files`; tests read them in `uploaded_files`.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ class _State:
     ephemerals: list[dict[str, Any]] = field(default_factory=list)
     rate_limits: dict[str, list[int]] = field(default_factory=dict)
     failures: dict[str, list[str]] = field(default_factory=dict)
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _truthy(value: Any) -> bool:
@@ -97,6 +102,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link/", self._socket)
+        app.router.add_post("/upload/{file_id}", self._upload)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -217,6 +223,13 @@ class FakeSlack:
                 await socket.send_str(json.dumps(envelope))
 
         asyncio.run_coroutine_threadsafe(send(), self._loop).result(10)
+
+    @property
+    def uploaded_files(self) -> list[dict[str, Any]]:
+        """Files shared by `files.completeUploadExternal`: id, name, title, content (bytes),
+        channel, thread_ts."""
+        with self._lock:
+            return [dict(f) for f in self._state.files.values() if f.get("channel")]
 
     @property
     def socket_connected(self) -> bool:
@@ -445,8 +458,48 @@ class FakeSlack:
         names.remove(str(args.get("name")))
         return {"ok": True}
 
+    def _m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        if not args.get("filename") or not str(args.get("length") or "").isdigit():
+            return {"ok": False, "error": "invalid_arguments"}
+        file_id = f"F{len(self._state.files) + 1:08d}"
+        self._state.files[file_id] = {"id": file_id, "name": args["filename"], "length": int(args["length"])}
+        return {
+            "ok": True,
+            "file_id": file_id,
+            "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}",
+        }
+
+    def _m_files_completeUploadExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        wanted = _json(args.get("files"))
+        if not isinstance(wanted, list) or not wanted:
+            return {"ok": False, "error": "invalid_arguments"}
+        shared = []
+        for item in wanted:
+            found = self._state.files.get(str(item.get("id")))
+            if found is None or "content" not in found:
+                return {"ok": False, "error": "file_not_found"}
+            found["title"] = item.get("title") or found["name"]
+            shared.append({k: found[k] for k in ("id", "name", "title")})
+        channel = args.get("channel_id")
+        if channel:
+            thread = args.get("thread_ts") or None
+            fields = {**self._bot_fields(), "text": args.get("initial_comment") or "", "files": shared}
+            self._store(str(channel), fields, thread)
+            for item in shared:
+                self._state.files[item["id"]].update(channel=channel, thread_ts=thread)
+        return {"ok": True, "files": shared}
+
     def _m_apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": f"ws://127.0.0.1:{self.port}/link/?ticket=fake-ticket"}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        content = await request.read()
+        with self._lock:
+            found = self._state.files.get(request.match_info["file_id"])
+            if found is None:
+                return web.Response(status=404, text="unknown upload")
+            found["content"] = content
+        return web.Response(text=f"OK - {len(content)}")
 
     # Socket Mode ---------------------------------------------------------------------------
 
