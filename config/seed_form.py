@@ -1,6 +1,6 @@
 """The agent YAML users of pyopenloop already have ("seed form"), read as today's form.
 
-The seed form differs from ours in four shapes; everything else (memory, budget, model
+The seed form differs from ours in three shapes; everything else (memory, budget, model
 policy) is already the same:
 
 - `surfaces` is a list: `- {type: slack, channel: "#dev"}`, `- {type: github, repo: a/b}`,
@@ -10,7 +10,8 @@ policy) is already the same:
   every tool of that family whose permission is listed.
 - `approvals.require_for` may name a permission (`github.issues:write`): every granted
   tool of that family that needs it. A permission no granted tool needs gates nothing.
-- a model route may match the task `code`, our `code_review`.
+
+A model route's `task: code` means the same here: a task holding a workspace (coding).
 
 `expand` rewrites a document's data before validation and records where each rewritten
 field came from, so the loader reports a problem at the line of the group or list item the
@@ -29,7 +30,7 @@ from typing import Any
 Loc = tuple[str | int, ...]
 
 SERVED_SURFACES = ("slack", "github", "cli")
-TASK_ALIASES = {"code": "code_review"}
+TASK_ALIASES: dict[str, str] = {}  # seed task kinds spelled otherwise here (none since `code`)
 _PERMISSION = re.compile(r"^[a-z_]+:[a-z_]+$")
 _TYPO_CUTOFF = 0.85  # issue:write is a typo of issues:write; pulls:write is another permission
 # Keys a seed-form surface item may carry besides `type`, and where each goes in ours.

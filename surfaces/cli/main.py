@@ -72,6 +72,7 @@ CLIENT_COMMANDS = {
     "tasks",
     "status",
     "loops",
+    "promote",
 }
 
 

@@ -98,7 +98,7 @@ def test_apply_resolves_slack_names_through_slack(
         "memory.save",
     ]
     assert spec["approvals"]["require_for"] == ["github.create_issue", "github.comment", "memory.save"]
-    assert spec["model_policy"]["routes"][0]["match"]["task"] == "code_review"
+    assert spec["model_policy"]["routes"][0]["match"]["task"] == "code"
     # every page of each listing, read once
     assert len(slack.calls_to("conversations.list")) > 1
     assert len(slack.calls_to("users.list")) > 1

@@ -81,7 +81,7 @@ def test_seed_form_reads_as_todays_form() -> None:
     # github.pulls:write gates nothing: no granted tool needs it
     assert spec.approvals.require_for == ["github.create_issue", "github.comment"]
     assert spec.approvals.approvers == ["@sam", "@oncall"]
-    assert spec.model_policy.routes[0].match.task == "code_review"
+    assert spec.model_policy.routes[0].match.task == "code"
     assert (spec.memory.scope, spec.memory.retention_days) == ("channel", 60)
     assert (spec.budget.monthly_usd, spec.budget.per_task_usd, spec.budget.on_exceeded) == (40, 0.4, "block")
 
