@@ -111,6 +111,7 @@ def test_the_representative_histories_are_committed() -> None:
     names = {path.stem for path in HISTORIES}
     assert {"plain_answer", "tool_call", "approval_approved", "approval_expired", "budget_exhausted"} <= names
     assert {"loop_repaired", "loop_stalled"} <= names
+    assert {"coding_pull_request", "loop_agent_fixer"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
