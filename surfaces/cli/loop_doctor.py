@@ -15,8 +15,13 @@ from pathlib import Path
 
 from activities.loops.sandbox import sandbox_problem
 from activities.loops.workspace import WorkspaceError, git
+from activities.store.agents import get_agent
+from activities.store.db import get_pool
 from config.settings import Settings
-from workflows.loop_types import LoopSpec
+from workflows.loop_types import LoopSpec, Step
+
+# What an agent fixer needs: to read, change and test the code in the workspace.
+_FIXER_PERMISSIONS = ("code:read", "code:write", "code:run")
 
 _SHELL_WORDS = {"cd", "echo", "exit", "true", "false", "test", "[", "export", "set", "env", "exec"}
 
@@ -43,7 +48,7 @@ def _program(command: str) -> str | None:
 
 def command_checks(spec: LoopSpec, project: Path | None) -> list[Check]:
     checks = []
-    for step, command in [(s.value, c) for s, c in spec.commands.items()]:
+    for step, command in [(s.value, c) for s, c in spec.commands.items() if not _agent_step(spec, s)]:
         program = _program(command)
         if program is None:
             checks.append(Check(f"{step} command", False, f"cannot read the command line: {command}"))
@@ -56,6 +61,35 @@ def command_checks(spec: LoopSpec, project: Path | None) -> list[Check]:
         detail = f"{program} found" if found else f"{program!r} is not on PATH or in the project"
         checks.append(Check(f"{step} command", found, detail))
     return checks
+
+
+def _agent_step(spec: LoopSpec, step: Step) -> bool:
+    return step is Step.FIX and spec.fixer_agent is not None
+
+
+async def fixer_check(spec: LoopSpec, settings: Settings) -> Check:
+    """`fix: {agent: NAME}`: the agent is applied and may read, change and test code."""
+    name = spec.fixer_agent
+    try:
+        stored = await get_agent(await get_pool(settings.require_database_url()), name or "", "default")
+    except (RuntimeError, OSError) as exc:
+        return Check("fix agent", False, f"cannot look {name} up: {exc}")
+    if stored is None:
+        return Check("fix agent", False, f"no agent {name!r} is applied: openloop agents apply -f FILE")
+    granted = {
+        p for grant in stored.config.spec.tools if grant.name.startswith("code.") for p in grant.permissions
+    }
+    missing = [p for p in _FIXER_PERMISSIONS if p not in granted]
+    if missing:
+        return Check("fix agent", False, f"{name} has no code.* tool with {', '.join(missing)}")
+    verify = (
+        ""
+        if stored.config.spec.coding.verify
+        else "; its own spec.coding.verify is unset (the loop's is used)"
+    )
+    return Check(
+        "fix agent", True, f"{name} (version {stored.version}) can read, change and test code{verify}"
+    )
 
 
 def _local_check(path: Path) -> Check:
@@ -92,6 +126,8 @@ async def doctor(spec: LoopSpec, settings: Settings) -> list[Check]:
     project = Path(spec.repo.path) if spec.repo.path else None
     checks = [Check("loop file", True, f"{spec.source or spec.name} reads cleanly")]
     checks += command_checks(spec, project)
+    if spec.fixer_agent is not None:
+        checks.append(await fixer_check(spec, settings))
     checks.append(await repo_check(spec, settings))
     checks.append(sandbox_check(spec))
     if spec.baseline is not None:
