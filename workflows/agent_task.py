@@ -23,7 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import policy, prompts, search
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.code_types import WorkspaceState
-    from workflows.outcomes import next_action, status_line
+    from workflows.outcomes import final_text, next_action
     from workflows.skill_tools import SKILL_TOOLS
     from workflows.tool_catalog import ToolSet
     from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
@@ -152,15 +152,7 @@ class AgentTaskWorkflow:
 
     @workflow.query
     def explain(self) -> Explanation:
-        status = self.record.status
-        return Explanation(
-            task_id=self.inp.task_id,
-            status=status,
-            reason=self.record.decisions[-1] if self.record.decisions else "",
-            next_action=next_action(status, self.inp.task_id) if status.finished else "",
-            steps=list(self.record.steps),
-            decisions=list(self.record.decisions),
-        )
+        return self.record.explanation(self.inp.task_id)
 
     @workflow.query
     def workspace_state(self) -> WorkspaceState | None:
@@ -255,11 +247,7 @@ class AgentTaskWorkflow:
     async def _finish(self, status: TaskStatus, reason: str) -> TaskResult:
         await self.gate.close("cancelled" if status == TaskStatus.CANCELLED else "expired")
         reply = self.reply.strip()
-        text = "\n\n".join(
-            part for part in [*self.notices, reply, *self.workspace.closing_lines(reply)] if part
-        )
-        if status != TaskStatus.SUCCESS:
-            text = (text + "\n\n" if text else "") + status_line(status, reason)
+        text = final_text([*self.notices, reply, *self.workspace.closing_lines(reply)], status, reason)
         if workflow.patched(STATUS_AFTER_REPLY):
             # The status says how the task ended only once its answer is out.
             self.record.decide(f"stopped: {status.value}: {reason}")

@@ -106,3 +106,11 @@ def status_line(status: TaskStatus, reason: str) -> str:
         TaskStatus.ERROR: "Stopped: error",
     }
     return f"{labels.get(status, status.value)} — {reason}"
+
+
+def final_text(parts: list[str], status: TaskStatus, reason: str) -> str:
+    """What the thread gets at the end: the non-empty parts, then how it stopped if not SUCCESS."""
+    text = "\n\n".join(part for part in parts if part)
+    if status == TaskStatus.SUCCESS:
+        return text
+    return (text + "\n\n" if text else "") + status_line(status, reason)

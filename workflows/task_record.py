@@ -12,7 +12,8 @@ from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import search
-    from workflows.types import CancelRequest, StepRecord, TaskStatus
+    from workflows.outcomes import next_action
+    from workflows.types import CancelRequest, Explanation, StepRecord, TaskStatus
 
 MAX_STEP_RECORDS = 200
 
@@ -72,6 +73,18 @@ class TaskRecord:
         self.steps.append(StepRecord(self.step if step is None else step, kind, summary, at, cost, actor))
         del self.steps[:-MAX_STEP_RECORDS]
         self.last_action = summary[:200]
+
+    def explanation(self, task_id: str) -> Explanation:
+        """Every decision and step, why the task stands where it does, and what to do next."""
+        status = self.status
+        return Explanation(
+            task_id=task_id,
+            status=status,
+            reason=self.decisions[-1] if self.decisions else "",
+            next_action=next_action(status, task_id) if status.finished else "",
+            steps=list(self.steps),
+            decisions=list(self.decisions),
+        )
 
 
 def failure_reason(err: BaseException) -> str:

@@ -11,6 +11,7 @@ the exact diff.
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from temporalio.exceptions import ApplicationError
 
@@ -28,6 +29,9 @@ from workflows.tool_catalog import ToolRuns
 from workflows.types import ToolCallInput
 
 MAX_DIFF_CHARS = 20_000  # of the patch code.diff shows
+
+# Every coding tool runs where the workspace is and writes nothing outside it (see above).
+code_tool = functools.partial(native_tool, writes=False, runs=ToolRuns.WORKSPACE)
 
 
 class ListFilesArgs(ToolArgs):
@@ -64,57 +68,49 @@ class RunArgs(ToolArgs):
     command: NonEmpty
 
 
-@native_tool(
+@code_tool(
     "code.list_files",
     ListFilesArgs,
     "List the repository's files whose path matches a glob, relative to the repository root "
     "('**/*' for every file, 'src/**/*.py' for Python files under src, '*.md' for top-level "
     "Markdown). Skips .git, node_modules and caches; at most 500 paths.",
     permission="code:read",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def list_files(args: ListFilesArgs, inp: ToolCallInput, rt: Runtime) -> str:
     return await asyncio.to_thread(files.list_files, current_workspace().root, args.glob)
 
 
-@native_tool(
+@code_tool(
     "code.read_file",
     ReadFileArgs,
     "Read a text file of the repository (path relative to its root) with numbered lines, "
     "optionally only lines start_line to end_line (1-based). At most 400 lines at a time; "
     "the answer says how to read on.",
     permission="code:read",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def read_file(args: ReadFileArgs, inp: ToolCallInput, rt: Runtime) -> str:
     root = current_workspace().root
     return await asyncio.to_thread(files.read_file, root, args.path, args.start_line, args.end_line)
 
 
-@native_tool(
+@code_tool(
     "code.search",
     SearchArgs,
     "Search the repository's text files for a Python regular expression, line by line, "
     "optionally only in files matching a glob ('**/*.py'). Answers `path:line: text`, at most "
     "200 matches.",
     permission="code:read",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def search(args: SearchArgs, inp: ToolCallInput, rt: Runtime) -> str:
     return await asyncio.to_thread(files.search, current_workspace().root, args.pattern, args.glob)
 
 
-@native_tool(
+@code_tool(
     "code.diff",
     NoArgs,
     "Show everything changed in the workspace so far (new files included) as a unified diff "
     "against the commit it started from: what a pull request would propose.",
     permission="code:read",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def show_diff(args: NoArgs, inp: ToolCallInput, rt: Runtime) -> str:
     current = current_workspace()
@@ -140,57 +136,49 @@ async def show_diff(args: NoArgs, inp: ToolCallInput, rt: Runtime) -> str:
     return f"{stat}\n\n{text}"
 
 
-@native_tool(
+@code_tool(
     "code.edit_file",
     EditFileArgs,
     "Change a file by replacing one exact snippet of its text (`old`, copied from "
     "code.read_file without the line numbers, indentation included) with `new`. `old` must "
     "occur exactly once: include enough surrounding lines to make it unique.",
     permission="code:write",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def edit_file(args: EditFileArgs, inp: ToolCallInput, rt: Runtime) -> str:
     root = current_workspace().root
     return await asyncio.to_thread(files.edit_file, root, args.path, args.old, args.new)
 
 
-@native_tool(
+@code_tool(
     "code.write_file",
     WriteFileArgs,
     "Create a file, or replace a whole file, with `content` (folders are created as needed). "
     "To change part of an existing file, use code.edit_file.",
     permission="code:write",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def write_file(args: WriteFileArgs, inp: ToolCallInput, rt: Runtime) -> str:
     return await asyncio.to_thread(files.write_file, current_workspace().root, args.path, args.content)
 
 
-@native_tool(
+@code_tool(
     "code.run",
     RunArgs,
     "Run a shell command at the repository root in the workspace's sandbox (no network unless "
     "the agent's configuration allows it, time and memory limited). Answers its exit code and "
     "the end of its output. To run the project's tests, use code.run_tests.",
     permission="code:run",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def run(args: RunArgs, inp: ToolCallInput, rt: Runtime) -> str:
     done = await run_command(current_workspace(), inp, rt, args.command, "code.run")
     return f"$ {done.command}\n{ending(done)}\n{output_tail(done)}"
 
 
-@native_tool(
+@code_tool(
     "code.run_tests",
     NoArgs,
     "Run the project's configured test command in the workspace's sandbox. Answers PASSED or "
     "FAILED, the failing tests and the last error.",
     permission="code:run",
-    writes=False,
-    runs=ToolRuns.WORKSPACE,
 )
 async def run_tests(args: NoArgs, inp: ToolCallInput, rt: Runtime) -> str:
     current = current_workspace()

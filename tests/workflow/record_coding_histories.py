@@ -15,21 +15,17 @@ agent.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
-from activities.store.db import apply_migrations, close_pools
 from tests.helpers import approve_when_pending
 from tests.integration.coding_env import coding_world
 from tests.integration.loop_env import PYTEST, loop_world, project_with
-from workers.embedded import EmbeddedPostgres, TemporalDevServer, free_port
+from tests.workflow.record_loop_histories import HISTORIES, real_stack
 from workers.history import fetch_history, write_history
 from workflows.loop_types import Step
 
-HISTORIES = Path(__file__).parent / "histories"
 OFFLINE = {"model_policy": {"default": "offline/demo"}}
 
 
@@ -56,24 +52,11 @@ async def _agent_fixer(client: Client, pg_url: str, folder: Path) -> None:
 
 
 async def record() -> None:
-    with tempfile.TemporaryDirectory(prefix="ol-") as scratch:
-        root = Path(scratch)
-        postgres = EmbeddedPostgres(root / "pg")
-        pg_url = postgres.start()
-        apply_migrations(pg_url)
-        server = TemporalDevServer(port=free_port(), ui_port=None, db_file=None, log_file=root / "t.log")
-        server.start()
-        server.wait_healthy()
-        try:
-            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-            for name, scenario in {"coding": _coding_task, "fixer": _agent_fixer}.items():
-                folder = root / name
-                folder.mkdir()
-                await scenario(client, pg_url, folder)
-        finally:
-            await close_pools()
-            server.stop()
-            postgres.stop()
+    async with real_stack() as (client, pg_url, root):
+        for name, scenario in {"coding": _coding_task, "fixer": _agent_fixer}.items():
+            folder = root / name
+            folder.mkdir()
+            await scenario(client, pg_url, folder)
 
 
 if __name__ == "__main__":

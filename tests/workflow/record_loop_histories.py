@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from temporalio.client import Client
@@ -28,7 +30,9 @@ from workflows.loop_types import Limits, Step
 HISTORIES = Path(__file__).parent / "histories"
 
 
-async def record() -> None:
+@asynccontextmanager
+async def real_stack() -> AsyncIterator[tuple[Client, str, Path]]:
+    """The embedded Postgres and a Temporal dev server in a scratch folder: client, database, folder."""
     with tempfile.TemporaryDirectory(prefix="ol-") as scratch:
         root = Path(scratch)
         postgres = EmbeddedPostgres(root / "pg")
@@ -38,25 +42,29 @@ async def record() -> None:
         server.start()
         server.wait_healthy()
         try:
-            client = await Client.connect(server.address, data_converter=pydantic_data_converter)
-            scenarios = {
-                "loop_repaired": {Step.FIX: "python autofix.py {last_error}", Step.VERIFY: PYTEST},
-                "loop_stalled": {Step.SCAN: "sleep 20", Step.VERIFY: PYTEST},
-            }
-            for name, commands in scenarios.items():
-                folder = root / name
-                folder.mkdir()
-                async with loop_world(client, pg_url, folder, project_with(folder)) as world:
-                    limits = Limits(stall_timeout_s=1.0, total_rounds=1) if name == "loop_stalled" else None
-                    spec = world.spec(commands, **({"limits": limits} if limits else {}))
-                    loop_id, result = await world.run(spec)
-                    history = await fetch_history(client, loop_id)
-                    write_history(history, HISTORIES / f"{name}.json")
-                    print(f"recorded {name}: {result.status}, {len(history.events)} events")
+            yield await Client.connect(server.address, data_converter=pydantic_data_converter), pg_url, root
         finally:
             await close_pools()
             server.stop()
             postgres.stop()
+
+
+async def record() -> None:
+    async with real_stack() as (client, pg_url, root):
+        scenarios = {
+            "loop_repaired": {Step.FIX: "python autofix.py {last_error}", Step.VERIFY: PYTEST},
+            "loop_stalled": {Step.SCAN: "sleep 20", Step.VERIFY: PYTEST},
+        }
+        for name, commands in scenarios.items():
+            folder = root / name
+            folder.mkdir()
+            async with loop_world(client, pg_url, folder, project_with(folder)) as world:
+                limits = Limits(stall_timeout_s=1.0, total_rounds=1) if name == "loop_stalled" else None
+                spec = world.spec(commands, **({"limits": limits} if limits else {}))
+                loop_id, result = await world.run(spec)
+                history = await fetch_history(client, loop_id)
+                write_history(history, HISTORIES / f"{name}.json")
+                print(f"recorded {name}: {result.status}, {len(history.events)} events")
 
 
 if __name__ == "__main__":
