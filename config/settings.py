@@ -27,6 +27,21 @@ def _secret(name: str) -> SecretStr | None:
     return SecretStr(value) if value else None
 
 
+class OidcSettings(BaseModel):
+    """Dashboard sign-in through an OpenID Connect provider ("Sign in with Slack" or any other)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    issuer: str  # discovery is <issuer>/.well-known/openid-configuration
+    client_id: str
+    client_secret: SecretStr | None = None
+    scopes: str = "openid profile email"
+    name: str = "OpenID Connect"  # the sign-in button says "Sign in with <name>"
+    slack_claim: str | None = "https://slack.com/user_id"  # the claim holding a Slack user id
+    github_claim: str | None = None  # the claim holding a GitHub login, if the provider gives one
+    admins: tuple[str, ...] = ()  # identities (Slack ids, GitHub logins, emails) signed in as admin
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -53,6 +68,8 @@ class Settings(BaseModel):
     loop_files_dir: Path | None = None  # loop files agents may start (default: <state dir>/loops)
     github_app_id: str | None = None
     github_app_private_key: SecretStr | None = None
+    dashboard_url: str | None = None  # public address (default: http://<http_address>/dashboard)
+    oidc: OidcSettings | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -87,6 +104,8 @@ class Settings(BaseModel):
             else None,
             github_app_id=_env("GITHUB_APP_ID"),
             github_app_private_key=_secret("GITHUB_APP_PRIVATE_KEY"),
+            dashboard_url=_env("OPENLOOP_DASHBOARD_URL"),
+            oidc=_oidc_from_env(),
         )
 
     @property
@@ -112,6 +131,22 @@ class Settings(BaseModel):
                 f"stack with `openloop up` (state dir {self.state_dir})"
             )
         return self.database_url
+
+
+def _oidc_from_env() -> OidcSettings | None:
+    issuer = _env("OPENLOOP_OIDC_ISSUER")
+    if not issuer:
+        return None
+    return OidcSettings(
+        issuer=issuer,
+        client_id=_env("OPENLOOP_OIDC_CLIENT_ID") or "",
+        client_secret=_secret("OPENLOOP_OIDC_CLIENT_SECRET"),
+        scopes=_env("OPENLOOP_OIDC_SCOPES", "openid profile email") or "",
+        name=_env("OPENLOOP_OIDC_NAME", "OpenID Connect") or "",
+        slack_claim=_env("OPENLOOP_OIDC_SLACK_CLAIM", "https://slack.com/user_id"),
+        github_claim=_env("OPENLOOP_OIDC_GITHUB_CLAIM"),
+        admins=tuple(a.strip() for a in (_env("OPENLOOP_OIDC_ADMINS") or "").split(",") if a.strip()),
+    )
 
 
 def _stack_value(state_dir: Path, key: str) -> str | None:
