@@ -15,6 +15,7 @@ from activities.github.pull_request import open_pull_request
 from activities.llm.model_activities import call_model
 from activities.loops.loop_activities import LOOP_STORE_ACTIVITIES
 from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
+from activities.playbooks.playbook_activities import PLAYBOOK_ACTIVITIES
 from activities.store import store_activities
 from activities.store.skill_activities import load_skill
 from activities.store.team_activities import teammate_input
@@ -30,6 +31,7 @@ from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
 from workflows.agent_budget import AgentBudgetWorkflow
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.playbook_run import PlaybookRunWorkflow
 from workflows.repair_loop import RepairLoopWorkflow
 from workflows.retention import MemoryRetentionWorkflow
 
@@ -45,6 +47,7 @@ WORKFLOWS: Sequence[type] = (
     MemoryRetentionWorkflow,
     AgentBudgetWorkflow,
     RepairLoopWorkflow,
+    PlaybookRunWorkflow,
 )
 
 ACTIVITIES: Sequence[Callable[..., Any]] = (
@@ -64,6 +67,7 @@ ACTIVITIES: Sequence[Callable[..., Any]] = (
     resolve_approval_request,
     open_pull_request,
     *LOOP_STORE_ACTIVITIES,
+    *PLAYBOOK_ACTIVITIES,
 )
 
 

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from temporalio.common import SearchAttributeKey
 
+from workflows.playbook_types import PLAYBOOK_SEARCH_ATTRIBUTE
+
 AGENT = SearchAttributeKey.for_keyword("OpenLoopAgent")
 WORKSPACE = SearchAttributeKey.for_keyword("OpenLoopWorkspace")
 CHANNEL = SearchAttributeKey.for_keyword("OpenLoopChannel")
 SURFACE = SearchAttributeKey.for_keyword("OpenLoopSurface")
 STATUS = SearchAttributeKey.for_keyword("OpenLoopStatus")
 COST_USD = SearchAttributeKey.for_float("OpenLoopCostUsd")
+PLAYBOOK = SearchAttributeKey.for_keyword(PLAYBOOK_SEARCH_ATTRIBUTE)  # a playbook run's playbook
 
-ALL_KEYS = (AGENT, WORKSPACE, CHANNEL, SURFACE, STATUS, COST_USD)
+ALL_KEYS = (AGENT, WORKSPACE, CHANNEL, SURFACE, STATUS, COST_USD, PLAYBOOK)
 
 
 def dev_server_flags() -> list[str]:

@@ -1,0 +1,39 @@
+"""The playbook run workflow's activities: store its record, and publish an emitted event.
+
+Thin: one input, one output, the work in `activities.store.playbooks` and
+`activities.playbooks.starts`. Publishing starts runs with ids derived from the emitting run
+and step, so a retried publish starts nothing twice.
+"""
+
+from __future__ import annotations
+
+from temporalio import activity
+
+from activities.playbooks.starts import start_listening
+from activities.runtime import runtime
+from activities.store import playbooks as playbook_rows
+from workflows.playbook_calls import MAX_EMIT_DEPTH, PlaybookActivity, Published, PublishEvent, RunRecord
+
+
+@activity.defn(name=PlaybookActivity.RECORD)
+async def record_playbook_run(record: RunRecord) -> None:
+    await playbook_rows.record_run(await runtime().pool(), record)
+
+
+@activity.defn(name=PlaybookActivity.PUBLISH)
+async def publish_playbook_event(event: PublishEvent) -> Published:
+    if event.depth > MAX_EMIT_DEPTH:
+        return Published(refused=f"runs started by emitted events stop at depth {MAX_EMIT_DEPTH}")
+    started = await start_listening(
+        activity.client(),
+        await runtime().pool(),
+        activity.info().task_queue,
+        event.event_name,
+        event.event,
+        event.run_key,
+        event.depth,
+    )
+    return Published(started=started.started, duplicates=started.duplicates)
+
+
+PLAYBOOK_ACTIVITIES = (record_playbook_run, publish_playbook_event)

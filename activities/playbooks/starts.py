@@ -1,0 +1,106 @@
+"""Starting playbook runs for an event: the one way every entry point does it.
+
+GitHub deliveries, Slack events, signed `/hooks/NAME` webhooks, sensors, emitted events and
+`openloop playbooks` all come here. A run's workflow id derives from the playbook and the
+event's key (a delivery id, a Slack event id, the emitting run and step), and a start for an
+id that already ran is refused by Temporal (`REJECT_DUPLICATE`) or found in the runs table
+(after Temporal forgot it), so a redelivered event never starts a second run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.common import (
+    SearchAttributePair,
+    TypedSearchAttributes,
+    WorkflowIDConflictPolicy,
+    WorkflowIDReusePolicy,
+)
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from activities.store import playbooks as playbook_rows
+from workflows import search
+from workflows.playbook_types import PLAYBOOK_WORKFLOW_NAME, CompiledPlaybook, PlaybookRunInput
+
+_UNSAFE = re.compile(r"[^\w.:@+-]")
+MAX_KEY_CHARS = 200
+
+
+@dataclass
+class Started:
+    started: list[str] = field(default_factory=list)  # workflow ids started now
+    duplicates: list[str] = field(default_factory=list)  # already started for this event
+
+
+def run_workflow_id(playbook: str, run_key: str) -> str:
+    return f"playbook-{playbook}-{_UNSAFE.sub('_', run_key)[:MAX_KEY_CHARS]}"
+
+
+def run_search_attributes(playbook: str) -> TypedSearchAttributes:
+    return TypedSearchAttributes([SearchAttributePair(search.PLAYBOOK, playbook)])
+
+
+async def start_run(
+    client: Client,
+    pool: AsyncConnectionPool,
+    task_queue: str,
+    playbook: CompiledPlaybook,
+    event_name: str,
+    event: Mapping[str, Any],
+    run_key: str,
+    depth: int = 0,
+) -> tuple[str, bool]:
+    """Start `playbook`'s run for this event; (workflow id, False) when it already ran."""
+    workflow_id = run_workflow_id(playbook.name, run_key)
+    if await playbook_rows.get_run(pool, workflow_id) is not None:
+        return workflow_id, False
+    try:
+        await client.start_workflow(
+            PLAYBOOK_WORKFLOW_NAME,
+            PlaybookRunInput(
+                playbook=playbook, event_name=event_name, event=dict(event), run_key=run_key, depth=depth
+            ),
+            id=workflow_id,
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            search_attributes=run_search_attributes(playbook.name),
+            static_summary=f"playbook {playbook.name} v{playbook.version} on {event_name}",
+        )
+    except WorkflowAlreadyStartedError:
+        return workflow_id, False
+    return workflow_id, True
+
+
+async def start_listening(
+    client: Client,
+    pool: AsyncConnectionPool,
+    task_queue: str,
+    event_name: str,
+    event: Mapping[str, Any],
+    run_key: str,
+    depth: int = 0,
+) -> Started:
+    """Start a run of every current playbook whose entry step is `on: event_name`."""
+    outcome = Started()
+    for playbook in await playbook_rows.listening(pool, event_name):
+        workflow_id, started = await start_run(
+            client, pool, task_queue, playbook, event_name, event, run_key, depth
+        )
+        (outcome.started if started else outcome.duplicates).append(workflow_id)
+    return outcome
+
+
+async def run_status(client: Client, workflow_id: str) -> WorkflowExecutionStatus | None:
+    """Temporal's status of a run, or None when Temporal no longer knows it."""
+    try:
+        return (await client.get_workflow_handle(workflow_id).describe()).status
+    except RPCError:
+        return None

@@ -1,0 +1,119 @@
+"""A playbook runtime's world for the tests: the ordinary worker on a fresh task queue, applied
+agents on a priced model the scripted model API answers for, compiled playbooks built the way
+the compiler builds them, and helpers to wait for a run's stored record."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio.client import Client
+
+from activities.playbooks.apply import ApplyResult, apply_playbooks
+from activities.store import playbooks as playbook_rows
+from activities.store.agents import apply_agent
+from activities.store.db import get_pool
+from config.agent import AgentConfig
+from config.settings import Settings
+from tests.fakes.model_api import FakeModelAPI
+from workers.worker import build_worker
+from workflows.playbook_types import (
+    CompiledPlaybook,
+    EventType,
+    FieldKind,
+    PlaybookRunStatus,
+    PlaybookStep,
+    Trigger,
+    TriggerKind,
+    TypedField,
+)
+
+MODEL = "openai/gpt-4o-mini"
+
+
+def field(name: str, kind: FieldKind = FieldKind.STR, *choices: str) -> TypedField:
+    return TypedField(name=name, kind=kind, choices=choices)
+
+
+def playbook(name: str, trigger: Trigger, *steps: PlaybookStep) -> CompiledPlaybook:
+    """A compiled playbook whose content hash covers everything in it, as the compiler's does."""
+    made_of = json.dumps([trigger.model_dump(mode="json"), [s.model_dump(mode="json") for s in steps]])
+    digest = hashlib.sha256(made_of.encode()).hexdigest()
+    return CompiledPlaybook(name=name, trigger=trigger, steps=steps, content_hash=digest)
+
+
+def on_event(event: str) -> Trigger:
+    return Trigger(kind=TriggerKind.EVENT, event=event)
+
+
+def on_cron(cron: str, timezone: str = "UTC") -> Trigger:
+    return Trigger(kind=TriggerKind.CRON, cron=cron, timezone=timezone)
+
+
+def answer_with(text: str, **output: Any) -> str:
+    """A model answer ending in the declared JSON object."""
+    return f"{text}\n\n{json.dumps(output)}"
+
+
+def user_text(api: FakeModelAPI, index: int) -> str:
+    """Every user message of the model request at `index`, as one text."""
+    messages = api.requests[index].body["messages"]
+    return "\n".join(str(m.get("content") or "") for m in messages if m["role"] == "user")
+
+
+@dataclass
+class PlaybookWorld:
+    client: Client
+    settings: Settings
+    suffix: str
+
+    def name(self, base: str) -> str:
+        """A name unique to this test, so tests share the session's database safely."""
+        return f"{base}-{self.suffix}"
+
+    async def agent(self, base: str = "triager") -> str:
+        config = AgentConfig.model_validate(
+            {
+                "apiVersion": "openloop.ai/v1alpha1",
+                "kind": "Agent",
+                "metadata": {"name": self.name(base)},
+                "spec": {"model_policy": {"default": MODEL, "max_output_tokens": 256}},
+            }
+        )
+        stored, _ = await apply_agent(await self.pool(), config)
+        return stored.name
+
+    async def pool(self) -> Any:
+        return await get_pool(self.settings.require_database_url())
+
+    async def apply(
+        self, playbooks: Sequence[CompiledPlaybook], events: Sequence[EventType] = (), overlap: str = "skip"
+    ) -> ApplyResult:
+        return await apply_playbooks(
+            self.client, await self.pool(), playbooks, events, self.settings.task_queue, overlap, "test"
+        )
+
+    async def finished_run(self, playbook: str, within: float = 60.0) -> playbook_rows.StoredRun:
+        """The playbook's only run, once it has finished."""
+        async with asyncio.timeout(within):
+            while True:
+                runs = await playbook_rows.list_runs(await self.pool(), playbook)
+                if len(runs) > 1:
+                    raise AssertionError(f"{len(runs)} runs of {playbook}: {[r.record.run_id for r in runs]}")
+                if runs and runs[0].record.status is not PlaybookRunStatus.RUNNING:
+                    return runs[0]
+                await asyncio.sleep(0.2)
+
+
+@asynccontextmanager
+async def playbook_world(client: Client, pg_url: str, tmp_path: Any) -> AsyncIterator[PlaybookWorld]:
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(database_url=pg_url, state_dir=tmp_path / "state", task_queue=f"tq-{suffix}")
+    async with build_worker(client, settings):
+        yield PlaybookWorld(client, settings, suffix)

@@ -1,0 +1,196 @@
+"""Playbook runs on the real dev server and Postgres, each step a child agent task answered by
+the scripted model API: a cron playbook's schedule fires and runs its steps in order with the
+outputs passed along; an answer that does not validate twice fails the run with the reason;
+applying a changed cron updates the schedule and removing the playbook deletes it; an emitted
+event starts the playbook listening for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from temporalio.client import Client, ScheduleActionStartWorkflow
+from temporalio.service import RPCError
+
+from activities.playbooks.schedules import schedule_id
+from activities.playbooks.starts import start_listening
+from activities.store import playbooks as playbook_rows
+from tests.fakes.model_api import FakeModelAPI
+from tests.integration.playbook_env import (
+    answer_with,
+    field,
+    on_cron,
+    on_event,
+    playbook,
+    playbook_world,
+    user_text,
+)
+from workflows import search
+from workflows.playbook_types import FieldKind, PlaybookRunStatus, PlaybookStep, StepStatus
+
+VERDICT = field("verdict", FieldKind.ENUM, "flaky", "real")
+
+
+async def test_a_cron_playbooks_schedule_fires_and_runs_its_steps_in_order_with_outputs_passed_along(
+    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI
+) -> None:
+    api.answer(answer_with("Two critical advisories.", count=2, worst="CVE-2024-0001"))
+    api.answer(answer_with("Opened the issue text.", title="Critical: CVE-2024-0001"))
+    async with playbook_world(client, pg_url, tmp_path) as world:
+        agent = await world.agent()
+        name = world.name("nightly-deps")
+        scan = PlaybookStep(
+            name="scan",
+            agent=agent,
+            instructions="Scan the dependencies and count the critical advisories.",
+            output=(field("count", FieldKind.INT), field("worst")),
+            budget_usd=0.5,
+        )
+        report = PlaybookStep(
+            name="report",
+            agent=agent,
+            instructions="There are {{ scan.count }} critical advisories; the worst: {{ steps.scan.worst }}.",
+            after=("scan",),
+            output=(field("title"),),
+        )
+        applied = await world.apply([playbook(name, on_cron("0 3 * * *", "Europe/Berlin"), scan, report)])
+        assert applied.stored.created == [f"{name} v1"] and applied.schedules.created == [name]
+        handle = client.get_schedule_handle(schedule_id(name))
+        await handle.trigger()
+        run = await world.finished_run(name)
+
+        described = await client.get_workflow_handle(run.record.run_id).describe()
+    record = run.record
+    assert record.status is PlaybookRunStatus.SUCCEEDED, record.reason
+    assert record.event_name == "cron" and record.version == 1
+    assert record.run_id.startswith(f"playbook-{name}-cron-")
+    assert record.run_key[:4].isdigit()  # the schedule's time, not the placeholder
+    first, second = record.steps
+    assert (first.name, first.status, first.output) == (
+        "scan",
+        StepStatus.SUCCEEDED,
+        {"count": 2, "worst": "CVE-2024-0001"},
+    )
+    assert (second.name, second.status, second.output) == (
+        "report",
+        StepStatus.SUCCEEDED,
+        {"title": "Critical: CVE-2024-0001"},
+    )
+    assert first.task_id == f"{record.run_id}.scan" and first.cost_usd > 0 and first.tokens == 18
+    assert record.cost_usd == pytest.approx(first.cost_usd + second.cost_usd)
+    # In order: the second request carried the first step's output, fenced as data.
+    assert len(api.requests) == 2
+    assert "critical advisories" in user_text(api, 0) and '"count": int' in user_text(api, 0)
+    asked = user_text(api, 1)
+    assert '<untrusted-data source="step.scan.count">\n2\n</untrusted-data>' in asked
+    assert '<untrusted-data source="step.scan.worst">\nCVE-2024-0001\n</untrusted-data>' in asked
+    assert described.typed_search_attributes.get(search.PLAYBOOK) == name
+
+
+async def test_an_answer_that_does_not_validate_twice_fails_the_run_with_the_reason(
+    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI
+) -> None:
+    api.answer(answer_with("Looks flaky.", verdict="maybe"))
+    api.answer("Still thinking: it is flaky, I am fairly sure.")
+    async with playbook_world(client, pg_url, tmp_path) as world:
+        agent = await world.agent()
+        name = world.name("ci-triage")
+        investigate = PlaybookStep(
+            name="investigate",
+            agent=agent,
+            instructions="CI failed on {{ event.repo }}: flaky or real?",
+            output=(VERDICT,),
+        )
+        propose = PlaybookStep(name="propose", agent=agent, instructions="Propose.", after=("investigate",))
+        await world.apply([playbook(name, on_event(world.name("CIFailed")), investigate, propose)])
+        started = await start_listening(
+            client, await world.pool(), world.settings.task_queue, world.name("CIFailed"),
+            {"repo": "acme/api"}, "delivery-1",
+        )  # fmt: skip
+        run = await world.finished_run(name)
+
+    assert len(started.started) == 1
+    record = run.record
+    assert record.status is PlaybookRunStatus.FAILED
+    first, second = record.steps
+    assert first.status is StepStatus.FAILED and first.attempts == 2
+    assert first.reason == (
+        "the answer did not have the declared output twice: the answer does not end with a JSON object"
+    )
+    assert record.reason == f"step investigate failed: {first.reason}"
+    assert second.status is StepStatus.SKIPPED and second.reason == "upstream step investigate failed"
+    # Asked again once, with the first answer and what was wrong with it.
+    assert len(api.requests) == 2
+    again = user_text(api, 1)
+    assert "'verdict' must be one of flaky, real, not \"maybe\"" in again
+    assert "Looks flaky." in again
+
+
+async def test_applying_a_changed_cron_updates_the_schedule_and_removing_the_playbook_deletes_it(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    async with playbook_world(client, pg_url, tmp_path) as world:
+        agent = await world.agent()
+        name = world.name("nightly")
+        step = PlaybookStep(name="scan", agent=agent, instructions="Scan.")
+        first = await world.apply([playbook(name, on_cron("0 3 * * *"), step)])
+        again = await world.apply([playbook(name, on_cron("0 3 * * *"), step)])
+        handle = client.get_schedule_handle(schedule_id(name))
+        await handle.pause(note="held by an operator")
+        changed = await world.apply([playbook(name, on_cron("30 4 * * 1-5", "Europe/Berlin"), step)])
+        described = await handle.describe()
+        removed = await world.apply([])
+        with pytest.raises(RPCError):
+            await handle.describe()
+        versions = await playbook_rows.latest_playbooks(await world.pool(), with_retired=True)
+
+    assert (first.schedules.created, again.schedules.unchanged) == ([name], [name])
+    assert again.stored.unchanged == [f"{name} v1"] and changed.stored.created == [f"{name} v2"]
+    assert changed.schedules.updated == [name]
+    spec = described.schedule.spec
+    assert spec.time_zone_name == "Europe/Berlin"
+    calendar = spec.calendars[0] if spec.calendars else None
+    assert spec.cron_expressions == ["30 4 * * 1-5"] or (
+        calendar is not None
+        and [r.start for r in calendar.hour] == [4]
+        and [r.start for r in calendar.minute] == [30]
+    )
+    assert described.schedule.state.paused and described.schedule.state.note == "held by an operator"
+    assert isinstance(described.schedule.action, ScheduleActionStartWorkflow)
+    assert removed.schedules.deleted == [name] and removed.stored.retired == [name]
+    assert name not in {p.name for p in versions} or all(p.version == 2 for p in versions if p.name == name)
+
+
+async def test_an_emitted_event_starts_the_playbook_listening_for_it(
+    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI
+) -> None:
+    api.answer(answer_with("A real failure.", verdict="real"))
+    api.answer("Paged the owner.")
+    async with playbook_world(client, pg_url, tmp_path) as world:
+        agent = await world.agent()
+        triaged = world.name("Triaged")
+        triage = PlaybookStep(
+            name="triage", agent=agent, instructions="Triage it.", output=(VERDICT,), emits=triaged
+        )
+        page = PlaybookStep(
+            name="page", agent=agent, instructions="The verdict is {{ event.verdict }}; page."
+        )
+        first, second = world.name("triage"), world.name("page")
+        await world.apply(
+            [
+                playbook(first, on_event(world.name("CIFailed")), triage),
+                playbook(second, on_event(triaged), page),
+            ]
+        )
+        await start_listening(
+            client, await world.pool(), world.settings.task_queue, world.name("CIFailed"), {}, "d-7"
+        )
+        upstream = await world.finished_run(first)
+        downstream = await world.finished_run(second)
+
+    assert upstream.record.status is PlaybookRunStatus.SUCCEEDED, upstream.record.reason
+    assert downstream.record.status is PlaybookRunStatus.SUCCEEDED, downstream.record.reason
+    assert downstream.record.event == {"verdict": "real"} and downstream.record.depth == 1
+    assert downstream.record.run_key == f"{upstream.record.run_id}.triage"
+    assert upstream.record.steps[0].reason == f"emitted {triaged}: {downstream.record.run_id}"
+    assert '<untrusted-data source="event.verdict">\nreal\n</untrusted-data>' in user_text(api, 1)

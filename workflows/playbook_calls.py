@@ -1,0 +1,59 @@
+"""What a playbook run hands its activities: its record for the store, and an emitted event.
+
+Pure data, permanent once released (activity names and input shapes), importable inside the
+workflow sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from workflows.playbook_types import PlaybookRunStatus, StepRun
+
+# Emitted events start runs that may emit again: a chain stops at this depth, so two
+# playbooks that answer each other's events cannot loop for ever.
+MAX_EMIT_DEPTH = 5
+# The run key a Schedule's action carries: the run takes the schedule's time instead.
+SCHEDULED_RUN_KEY = "schedule"
+
+
+class PlaybookActivity:
+    """Stable activity names: renaming one is a migration for runs in flight."""
+
+    RECORD = "openloop.playbook.record_run"
+    PUBLISH = "openloop.playbook.publish_event"
+
+
+class RunRecord(BaseModel):
+    """A run as the store keeps it: written when it starts, after each step, and at its end."""
+
+    run_id: str
+    playbook: str
+    version: int
+    event_name: str
+    run_key: str
+    event: dict[str, Any] = Field(default_factory=dict)
+    status: PlaybookRunStatus = PlaybookRunStatus.RUNNING
+    steps: list[StepRun] = Field(default_factory=list)
+    cost_usd: float = 0.0
+    reason: str = ""
+    depth: int = 0
+    seq: int = 0  # the run's n-th write: a store never lets an older one replace a newer one
+
+
+class PublishEvent(BaseModel):
+    """An event a step emitted: start the runs of the playbooks listening for it."""
+
+    event_name: str
+    event: dict[str, Any] = Field(default_factory=dict)
+    run_key: str  # the emitting run and step: a retried publish starts nothing new
+    depth: int  # the depth of the runs it starts
+    source: str = ""  # the emitting run, for messages
+
+
+class Published(BaseModel):
+    started: list[str] = Field(default_factory=list)  # workflow ids of runs started now
+    duplicates: list[str] = Field(default_factory=list)  # already started by an earlier attempt
+    refused: str = ""  # why nothing was started (the depth limit)

@@ -1,0 +1,161 @@
+"""A playbook run: one compiled playbook for one event, each step a child agent task.
+
+Every step waits for the steps it comes `after`, then runs (`workflows.playbook_step`): steps
+whose upstream steps are done run in parallel. A step whose upstream step failed or was
+skipped is SKIPPED with that reason; the run FAILS when any step failed, with the first
+failure's reason. After a step with `emits:` succeeds, its output is published as that
+event, which starts the runs of the playbooks listening for it (one level deeper; chains stop
+at `MAX_EMIT_DEPTH`). The run's record (steps, outputs, costs) is stored when it starts,
+after each step, and at its end; `progress` shows the steps while it runs.
+
+The workflow id derives from the event (a delivery id, a Slack event id, a schedule's time),
+so a redelivered event never starts a second run. Workflow code: deterministic, no I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows import search
+    from workflows.playbook_calls import (
+        MAX_EMIT_DEPTH,
+        SCHEDULED_RUN_KEY,
+        PlaybookActivity,
+        Published,
+        PublishEvent,
+        RunRecord,
+    )
+    from workflows.playbook_types import (
+        PLAYBOOK_WORKFLOW_NAME,
+        PlaybookRunInput,
+        PlaybookRunResult,
+        PlaybookRunStatus,
+        PlaybookStep,
+        StepRun,
+        StepStatus,
+    )
+
+from workflows.playbook_step import StepRunner, why
+
+# Rows in Postgres and starts on Temporal: retried through an outage of about an hour and a half.
+_STORE: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1), maximum_attempts=100),
+}
+_DONE = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED)
+# Set by Temporal on every run a Schedule starts: the time it was due.
+SCHEDULED_START = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
+
+
+def run_key_of(inp: PlaybookRunInput) -> str:
+    """What the run is unique for; a scheduled run's is the time its schedule fired."""
+    if inp.run_key != SCHEDULED_RUN_KEY:
+        return inp.run_key
+    due = workflow.info().typed_search_attributes.get(SCHEDULED_START)
+    return due.isoformat() if due is not None else workflow.info().workflow_id
+
+
+@workflow.defn(name=PLAYBOOK_WORKFLOW_NAME)
+class PlaybookRunWorkflow:
+    def __init__(self) -> None:
+        self._steps: list[StepRun] = []
+        self._record: RunRecord | None = None
+        self._saves = 0
+
+    @workflow.query(name="progress")
+    def progress(self) -> list[StepRun]:
+        return self._steps
+
+    def _state(self, name: str) -> StepRun:
+        return next(state for state in self._steps if state.name == name)
+
+    @workflow.run
+    async def run(self, inp: PlaybookRunInput) -> PlaybookRunResult:
+        run_id = workflow.info().workflow_id
+        playbook = inp.playbook
+        workflow.upsert_search_attributes([search.PLAYBOOK.value_set(playbook.name)])
+        self._steps = [StepRun(name=step.name) for step in playbook.steps]
+        self._record = RunRecord(
+            run_id=run_id, playbook=playbook.name, version=playbook.version, event_name=inp.event_name,
+            run_key=run_key_of(inp), event=inp.event, depth=inp.depth,
+        )  # fmt: skip
+        await self._save()
+        runner = StepRunner(inp, run_id)
+        try:
+            await asyncio.gather(*(self._step(inp, runner, step) for step in playbook.steps))
+        except asyncio.CancelledError:
+            for state in self._steps:
+                if state.status not in _DONE:
+                    state.status, state.reason = StepStatus.FAILED, "the run was cancelled"
+        failed = [state for state in self._steps if state.status is StepStatus.FAILED]
+        status = PlaybookRunStatus.FAILED if failed else PlaybookRunStatus.SUCCEEDED
+        reason = (
+            f"step {failed[0].name} failed: {failed[0].reason}"
+            if failed
+            else f"{len(self._steps)} step(s) succeeded"
+        )
+        cost = round(sum(state.cost_usd for state in self._steps), 6)
+        await self._save(status=status, reason=reason, cost_usd=cost)
+        return PlaybookRunResult(
+            playbook=playbook.name, version=playbook.version, status=status, steps=self._steps,
+            cost_usd=cost, reason=reason,
+        )  # fmt: skip
+
+    async def _step(self, inp: PlaybookRunInput, runner: StepRunner, step: PlaybookStep) -> None:
+        state = self._state(step.name)
+        await workflow.wait_condition(lambda: all(self._state(up).status in _DONE for up in step.after))
+        blocked = [up for up in step.after if self._state(up).status is not StepStatus.SUCCEEDED]
+        if blocked:
+            upstream = self._state(blocked[0])
+            state.status = StepStatus.SKIPPED
+            state.reason = f"upstream step {upstream.name} {upstream.status.value.lower()}"
+            return
+        state.status = StepStatus.RUNNING
+        await self._save()
+        outputs = {done.name: done.output for done in self._steps if done.status is StepStatus.SUCCEEDED}
+        await runner.run(step, state, outputs)
+        if state.status is StepStatus.SUCCEEDED and step.emits:
+            await self._publish(inp, step, state)
+        await self._save()
+
+    async def _publish(self, inp: PlaybookRunInput, step: PlaybookStep, state: StepRun) -> None:
+        assert step.emits is not None
+        run_id = workflow.info().workflow_id
+        if inp.depth + 1 > MAX_EMIT_DEPTH:
+            state.reason = (
+                f"did not emit {step.emits}: runs started by emitted events stop at depth {MAX_EMIT_DEPTH}"
+            )
+            return
+        event = PublishEvent(
+            event_name=step.emits, event=state.output, run_key=f"{run_id}.{step.name}",
+            depth=inp.depth + 1, source=run_id,
+        )  # fmt: skip
+        try:
+            published: Published = await workflow.execute_activity(
+                PlaybookActivity.PUBLISH, event, result_type=Published, summary=f"emit {step.emits}", **_STORE
+            )
+        except ActivityError as err:
+            state.status, state.reason = StepStatus.FAILED, f"could not emit {step.emits}: {why(err)}"
+            return
+        started = published.started + published.duplicates
+        state.reason = f"emitted {step.emits}: " + (
+            ", ".join(started) or published.refused or "no playbook listens"
+        )
+
+    async def _save(self, **changes: Any) -> None:
+        """Store the run as it is now; `seq` keeps an older write from landing after a newer one."""
+        assert self._record is not None
+        self._saves += 1
+        self._record = self._record.model_copy(
+            update={"steps": [state.model_copy() for state in self._steps], "seq": self._saves, **changes}
+        )
+        await workflow.execute_activity(
+            PlaybookActivity.RECORD, self._record, summary=f"record {self._record.status.value}", **_STORE
+        )
