@@ -23,6 +23,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import policy, prompts, search
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.code_types import WorkspaceState
+    from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait
     from workflows.outcomes import final_text, next_action
     from workflows.skill_tools import SKILL_TOOLS
     from workflows.tool_catalog import ToolSet
@@ -53,6 +54,7 @@ from workflows.conversation import Conversation
 from workflows.human_waits import HumanWaits
 from workflows.model_caller import ModelCaller
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
+from workflows.task_status import status_view
 from workflows.task_workspace import TaskWorkspace
 from workflows.tool_runner import ToolRunner
 from workflows.usage_meter import UsageMeter
@@ -101,6 +103,7 @@ class AgentTaskWorkflow:
         )
         if inp.skills:
             self.tools.tools.add(list(SKILL_TOOLS))
+        self.children = self.tools.dispatch.delegation
         self.waits = HumanWaits(inp, self.record, self.meter, self.conversation, self.cancellation)
         self.model = ModelCaller(inp, self.record, self.meter, self.conversation, self.tools, self.waits)
 
@@ -122,6 +125,7 @@ class AgentTaskWorkflow:
     @workflow.signal
     def cancel(self, request: CancelRequest) -> None:
         self.cancellation.request = request
+        self.children.cancel_children()
 
     @workflow.signal
     def extend_budget(self, extension: BudgetExtension) -> None:
@@ -136,19 +140,13 @@ class AgentTaskWorkflow:
             actor=extension.by,
         )
 
+    @workflow.signal(name=CHILD_WAITING_SIGNAL)
+    def child_waiting(self, wait: ChildWait) -> None:
+        self.children.child_waiting(wait)
+
     @workflow.query
     def status(self) -> TaskStatusView:
-        return TaskStatusView(
-            task_id=self.inp.task_id,
-            agent=self.agent.name,
-            status=self.record.status,
-            step=self.record.step,
-            last_action=self.record.last_action,
-            usage=self.meter.usage,
-            limits=self.meter.ceilings.as_dict(),
-            pending_approval=self.gate.pending,
-            reply=self.reply,
-        )
+        return status_view(self.inp.task_id, self.record, self.meter, self.gate, self.children, self.reply)
 
     @workflow.query
     def explain(self) -> Explanation:

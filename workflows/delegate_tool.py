@@ -73,3 +73,16 @@ class TeammateStart:
     version: int
     tools: list[ToolSpec]
     skills: list[SkillRef] = field(default_factory=list)
+
+
+CHILD_WAITING_SIGNAL = "child_waiting"
+
+
+@dataclass
+class ChildWait:
+    """A child task tells its parent it waits for an approval (`tool` set) or no longer does
+    (`tool` empty), so the parent's status says what the tree is waiting on."""
+
+    child_id: str
+    tool: str = ""
+    approvers: list[str] = field(default_factory=list)

@@ -8,24 +8,34 @@ sum over a task's tree never exceeds its ceiling. The child's answer, usage and 
 come back as the tool result; its usage is charged to the parent. Its id derives from the
 parent's id, the step and the call's key, so a retried step never starts a second child.
 
+The parent cancels its running children when it is cancelled (its `cancel` signal; a
+cancel from Temporal reaches them through the awaited child handles). A child waiting for
+an approval signals its parent on entering and leaving the wait, so the parent's own
+`status` query names what the tree waits on. Signals rather than a surface asking each
+child: every surface that reads the parent's status (CLI, Slack, the dashboard) shows it
+unchanged, the answer stays correct when no surface is looking, and it costs two events
+only for the children that actually wait.
+
 Workflow code: deterministic, no I/O.
 """
 
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.workflow import ParentClosePolicy
+from temporalio.exceptions import FailureError
+from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from config.agent import AgentConfig
     from workflows.activity_options import LOCAL_OPTIONS
-    from workflows.delegate_tool import TeammateLookup, TeammateStart
+    from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait, TeammateLookup, TeammateStart
     from workflows.types import ActivityName, BudgetUsage, TaskInput, TaskResult, ToolCallResult
 
 from workflows.task_record import TaskRecord
 from workflows.usage_meter import UsageMeter
 
 MAX_PARALLEL = 4
+CHILD_WAITS = "child-approval-waits"  # workflow.patched id: a child tells its parent it waits
 
 
 class Delegation:
@@ -33,6 +43,10 @@ class Delegation:
         self.inp = inp
         self.record = record
         self.meter = meter
+        self.labels: dict[str, str] = {}  # child id -> "subagent" or "teammate <name>"
+        self.running: dict[str, ChildWorkflowHandle[object, TaskResult]] = {}
+        self.waits: dict[str, ChildWait] = {}  # the children waiting for an approval now
+        self.cancelled = False
 
     def allowed(self) -> bool:
         return self.inp.parent is None  # a subagent does not delegate again
@@ -44,14 +58,8 @@ class Delegation:
         self.record.record(
             "tool", f"agent.delegate: started {child.task_id} with ${usd:.4f}, {tokens} tokens"
         )
-        result: TaskResult = await workflow.execute_child_workflow(
-            workflow.info().workflow_type,
-            child,
-            id=child.task_id,
-            result_type=TaskResult,
-            parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-            static_summary=f"subagent of {self.inp.task_id}: {str(arguments.get('task', ''))[:120]}",
-        )
+        summary = f"subagent of {self.inp.task_id}: {str(arguments.get('task', ''))[:120]}"
+        result = await self._child(child, "subagent", summary)
         self._charge(result.usage)
         text = result.reply.strip() or "(no answer)"
         outcome = f"Subagent {result.status.value} after {result.steps} step(s), ${result.usage.cost_usd:.4f}"
@@ -85,18 +93,71 @@ class Delegation:
             parent=self.inp.task_id,
         )
         self.record.record("tool", f"agent.ask_teammate: asked {name} ({child.task_id})")
-        result: TaskResult = await workflow.execute_child_workflow(
+        summary = f"{name} asked by {self.inp.agent.name} ({self.inp.task_id})"
+        result = await self._child(child, f"teammate {name}", summary)
+        outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} of its own budget)"
+        return ToolCallResult(
+            ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{result.reply.strip() or '(no answer)'}"
+        )
+
+    async def _child(self, child: TaskInput, label: str, summary: str) -> TaskResult:
+        """Run one child task to its end; cancelled with its parent."""
+        self.labels[child.task_id] = label
+        handle: ChildWorkflowHandle[object, TaskResult] = await workflow.start_child_workflow(
             workflow.info().workflow_type,
             child,
             id=child.task_id,
             result_type=TaskResult,
             parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
-            static_summary=f"{name} asked by {self.inp.agent.name} ({self.inp.task_id})",
+            static_summary=summary,
         )
-        outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} of its own budget)"
-        return ToolCallResult(
-            ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{result.reply.strip() or '(no answer)'}"
-        )
+        self.running[child.task_id] = handle
+        if self.cancelled:  # the parent was cancelled while this child was starting
+            handle.cancel()
+        try:
+            return await handle
+        finally:
+            self.running.pop(child.task_id, None)
+            self.waits.pop(child.task_id, None)
+
+    def cancel_children(self) -> None:
+        """The parent is cancelled: so is every child still running (Temporal cancels them,
+        they end CANCELLED); the parent then stops at its next check."""
+        self.cancelled = True
+        for handle in self.running.values():
+            handle.cancel()
+
+    # Approval waits in the tree ------------------------------------------------------------
+
+    def child_waiting(self, wait: ChildWait) -> None:
+        """A child entered (`tool` set) or left an approval wait."""
+        if wait.tool and wait.child_id in self.running:
+            self.waits[wait.child_id] = wait
+        else:
+            self.waits.pop(wait.child_id, None)
+
+    def waiting_line(self) -> str | None:
+        """What the parent waits on while its children wait for people, for its status."""
+        if not self.waits:
+            return None
+        parts = [
+            f"{self.labels.get(wait.child_id, 'child')} {wait.child_id} waits for approval of "
+            f"{wait.tool} by {', '.join(wait.approvers) or 'an approver'}"
+            for wait in self.waits.values()
+        ]
+        return "waiting: " + "; ".join(parts)
+
+    async def tell_parent(self, tool: str) -> None:
+        """In a child: tell the parent this task now waits for an approval of `tool` (or, with
+        an empty `tool`, no longer does). A parent already gone is not an error."""
+        if self.inp.parent is None or not workflow.patched(CHILD_WAITS):
+            return
+        approvers = list(self.inp.agent.spec.approvals.approvers) if tool else []
+        parent = workflow.get_external_workflow_handle(self.inp.parent)
+        try:
+            await parent.signal(CHILD_WAITING_SIGNAL, ChildWait(self.inp.task_id, tool, approvers))
+        except FailureError as err:  # the parent ended meanwhile; the wait goes on regardless
+            self.record.decide(f"could not tell the parent {self.inp.parent} about the wait: {err}")
 
     def _carve(self, share: int) -> tuple[float, int]:
         ceilings, usage = self.meter.ceilings, self.meter.usage

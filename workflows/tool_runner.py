@@ -170,6 +170,7 @@ class ToolRunner:
         """Wait for a decision: approved (with its record) or denied and the task goes on."""
         self.record.set_status(TaskStatus.WAITING_APPROVAL)
         self.record.last_action = f"waiting for approval of {name}"
+        await self.dispatch.delegation.tell_parent(name)  # a subagent's parent shows the wait
         waited_from = workflow.now()
         # The card names the model that asked for this call, not the policy's first choice.
         model = self.record.last_model or self.agent.spec.model_policy.models_for(self.inp.task_kind)[0]
@@ -177,6 +178,7 @@ class ToolRunner:
             self.record.step, key, name, arguments, model, cancelled=lambda: self.cancellation.requested
         )
         self.meter.waited((workflow.now() - waited_from).total_seconds())
+        await self.dispatch.delegation.tell_parent("")
         self.record.set_status(TaskStatus.RUNNING)
         self.cancellation.check()
         if decision.outcome == "expired":
