@@ -2,8 +2,9 @@
 
 A decision that did not count (wrong request, different arguments, not an approver, already
 decided) leaves only its signal in the history (the task audits it in Postgres); this module
-reads why from the same rule the task applies (`workflows.policy.may_approve`) and the
-request the task had posted, so `openloop explain` shows refused decisions with their reason.
+reads why from the same rule the task applies (`workflows.approval_rule`) and the request
+the task had posted (with the approvers it resolved), so `openloop explain` shows refused
+decisions with their reason.
 Pure functions over recorded data.
 """
 
@@ -17,6 +18,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 
 from config.agent import AgentConfig
 from workflows import policy
+from workflows.approval_rule import decision_problem
 from workflows.types import ApprovalDecision, ApprovalRequest, BudgetExtension, CancelRequest, UserMessage
 
 SIGNAL_TYPES: dict[str, type] = {
@@ -55,17 +57,13 @@ class GateView:
         self.pending, self.decided = None, False
 
     def problem_with(self, decision: ApprovalDecision) -> str | None:
-        """Why the task ignored this decision, or None when it counted."""
-        if decision.request_id in self.used:
-            return "this request was already decided"
-        if self.pending is None or self.decided:
-            return "no approval is pending"
-        if decision.request_id != self.pending.request_id:
-            return "the decision is for another request"
-        if decision.action_id != self.pending.action_id:
-            return "the decision is for different arguments than the pending action"
-        if self.agent is not None and not policy.may_approve(self.agent, decision.approver):
-            return f"{decision.approver} is not an approver of this agent"
+        """Why the task ignored this decision, or None when it counted (the task's own rule)."""
+        pending = None if self.decided else self.pending
+        problem = decision_problem(
+            pending, decision.request_id, decision.action_id, decision.approver, None, self.used
+        )
+        if problem is not None:
+            return problem.reason
         self.decided = True
         return None
 

@@ -11,6 +11,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.approval_activities import prepare_approval
 from activities.github.pull_request import open_pull_request
 from activities.llm.model_activities import call_model
 from activities.loops.loop_activities import LOOP_STORE_ACTIVITIES
@@ -65,6 +66,7 @@ ACTIVITIES: Sequence[Callable[..., Any]] = (
     post_reply,
     post_approval_request,
     resolve_approval_request,
+    prepare_approval,
     open_pull_request,
     *LOOP_STORE_ACTIVITIES,
     *PLAYBOOK_ACTIVITIES,

@@ -1,15 +1,18 @@
 """Approvals inside a task: one pending request at a time, decided by a signal.
 
 A decision counts only when it names the pending request id, the exact action id (tool +
-canonical arguments) and comes from an approver named in the agent's config. Anything else
-is ignored and audited. Used request ids are remembered (and carried across
+canonical arguments) and comes from one of the request's approvers: the rule is
+`workflows.approval_rule`, which the surfaces apply to a click too. Anything else is ignored
+and audited. Before a request is posted, an activity resolves its approvers (user groups,
+@handles) to user ids and estimates the cost of finishing the task; both travel in the
+request, so the decision rule reads workflow state only. Used request ids are remembered (and carried across
 continue-as-new), so a replayed decision never executes anything twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from temporalio import workflow
@@ -17,6 +20,8 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from workflows import policy
     from workflows.activity_options import LOCAL_OPTIONS, SURFACE_OPTIONS
+    from workflows.approval_rule import decision_problem
+    from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
     from workflows.types import (
         ActivityName,
         ApprovalDecision,
@@ -28,6 +33,10 @@ with workflow.unsafe.imports_passed_through():
         ResolveApprovalRequestInput,
         TaskInput,
     )
+
+# Requests carry resolved approver ids and a cost estimate (histories recorded before this
+# asked no activity for them).
+APPROVERS_RESOLVED = "approval-prepared"
 
 
 @dataclass
@@ -69,6 +78,8 @@ class ApprovalGate:
             model=model,
             estimated_cost_usd=0.0,
         )
+        if workflow.patched(APPROVERS_RESOLVED):
+            request = await self._prepared(request, step, model)
         self.pending = request
         self.decision = None
         posted: PostApprovalRequestResult = await workflow.execute_activity(
@@ -126,18 +137,36 @@ class ApprovalGate:
             approver=decision.approver,
         )
 
+    async def _prepared(self, request: ApprovalRequest, step: int, model: str) -> ApprovalRequest:
+        """The request with its approvers resolved to user ids and the cost of finishing."""
+        spec = self.inp.agent.spec
+        prepared: PrepareApprovalResult = await workflow.execute_activity(
+            ActivityName.PREPARE_APPROVAL,
+            PrepareApprovalInput(
+                self.inp.task_id,
+                list(request.approvers),
+                model,
+                step,
+                spec.limits.max_iterations,
+                spec.model_policy.max_output_tokens,
+            ),
+            result_type=PrepareApprovalResult,
+            **SURFACE_OPTIONS,
+        )
+        return replace(
+            request,
+            approver_ids=list(prepared.approver_ids),
+            estimated_cost_usd=prepared.estimated_cost_usd,
+            estimate_note=prepared.estimate_note,
+        )
+
     def _problem_with(self, decision: ApprovalDecision) -> str | None:
-        if decision.request_id in self.used_request_ids:
-            return "this request was already decided"
-        if self.pending is None or self.decision is not None:
-            return "no approval is pending"
-        if decision.request_id != self.pending.request_id:
-            return "the decision is for another request"
-        if decision.action_id != self.pending.action_id:
-            return "the decision is for different arguments than the pending action"
-        if not policy.may_approve(self.inp.agent, decision.approver):
-            return f"{decision.approver} is not an approver of this agent"
-        return None
+        # The TTL timer ends the wait at expiry, so the rule needs no clock here.
+        pending = None if self.decision is not None else self.pending
+        problem = decision_problem(
+            pending, decision.request_id, decision.action_id, decision.approver, None, self.used_request_ids
+        )
+        return problem.reason if problem else None
 
     async def close(self, outcome: str) -> None:
         """A finished or cancelled task resolves its pending request as not approved."""

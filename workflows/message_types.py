@@ -46,6 +46,29 @@ class ApprovalRequest:
     expires_at_iso: str
     model: str
     estimated_cost_usd: float
+    # The user ids allowed to decide, resolved when the request was made (user groups and
+    # @handles expanded); None in requests made before resolution existed.
+    approver_ids: list[str] | None = None
+    estimate_note: str = ""  # how the cost was estimated, or why it could not be
+
+
+@dataclass
+class PrepareApprovalInput:
+    """What the approval's preparing activity needs: who is listed, and what the task spent."""
+
+    task_id: str
+    approvers: list[str]
+    model: str  # the model that answered the step asking for this action
+    steps_so_far: int
+    max_iterations: int
+    max_output_tokens: int
+
+
+@dataclass
+class PrepareApprovalResult:
+    approver_ids: list[str]
+    estimated_cost_usd: float
+    estimate_note: str = ""
 
 
 @dataclass

@@ -19,6 +19,7 @@ class ActivityName:
     POST_REPLY = "openloop.surface.post_reply"
     POST_APPROVAL_REQUEST = "openloop.surface.post_approval_request"
     RESOLVE_APPROVAL_REQUEST = "openloop.surface.resolve_approval_request"
+    PREPARE_APPROVAL = "openloop.approval.prepare"
     TASK_STARTED = "openloop.surface.task_started"
     MCP_LIST_TOOLS = "openloop.mcp.list_tools"
     MCP_CALL_TOOL = "openloop.mcp.call_tool"

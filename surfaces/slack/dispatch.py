@@ -26,7 +26,7 @@ from activities.slack.client import SlackNotConfigured, bot_client, error_code
 from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
-from surfaces.decisions import decision_problem
+from surfaces.decisions import closed_reason, refusal
 from surfaces.slack.diff_button import DiffButton
 from surfaces.slack.outcome import Followup, Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
@@ -217,25 +217,30 @@ class SlackDispatcher:
                 followups=[tell(blocks.request_closed_text("is for a task that has already finished"))],
             )
         view = await self._status(handle)
-        problem = decision_problem(view, request_id, action_id) if view else None
-        if problem is not None:
-            return Outcome(f"stale click: {problem}", followups=[tell(blocks.request_closed_text(problem))])
-        if (
-            view is not None
-            and view.pending_approval is not None
-            and (user not in view.pending_approval.approvers)
-        ):
-            return Outcome(
-                "not an approver",
-                followups=[tell(blocks.not_allowed_to_approve_text(view.pending_approval.approvers))],
-            )
+        problem = refusal(view, request_id, action_id, user) if view else None
         approve = action["action_id"] == blocks.APPROVE_ACTION
         signal = AgentTaskWorkflow.approve if approve else AgentTaskWorkflow.deny
+        if problem is not None and problem.kind == "expired":
+            # Not sent: the task's own timer ends the request, and says so on the card.
+            expired = blocks.request_closed_text("has expired")
+            return Outcome("refused click: expired", followups=[tell(expired)])
+        # A refused click is sent too: the task refuses it by the same rule, audits it with the
+        # reason, and its history keeps it for `openloop explain`.
         try:
             await handle.signal(signal, ApprovalDecision(request_id, action_id, approver=user))
         except RPCError as exc:
             log.error("could not signal %s: %s", task_id, exc.status.name)
-            return Outcome("signal failed", status=503)
+            if problem is None:
+                return Outcome("signal failed", status=503)
+        if problem is not None:
+            pending = view.pending_approval if view is not None else None
+            text = (
+                blocks.not_allowed_to_approve_text(pending.approvers)
+                if problem.kind == "not_approver" and pending is not None
+                else blocks.request_closed_text(closed_reason(problem))
+            )
+            log.info("slack click on %s by %s refused: %s", task_id, user, problem.reason)
+            return Outcome(f"refused click: {problem.reason}", followups=[tell(text)])
         log.info("slack click %s on %s by %s", "approve" if approve else "deny", task_id, user)
         return Outcome("approved" if approve else "denied")
 

@@ -189,7 +189,8 @@ def test_slack_names_become_ids() -> None:
     resolved, found = asyncio.run(resolve_names(agent, StubNames()))
     assert found == []
     assert resolved.spec.surfaces.slack is not None and resolved.spec.surfaces.slack.channels == ["C0INFRA"]
-    assert resolved.spec.approvals.approvers == ["U0SAM", "U0KIM"]  # a group: its members, once each
+    # A group stays a group: its members are read when an approval is requested.
+    assert resolved.spec.approvals.approvers == ["U0SAM", "S0ONCALL"]
 
 
 def test_a_missing_slack_name_is_a_problem_at_its_place() -> None:

@@ -14,6 +14,7 @@ from temporalio.client import WorkflowHandle
 from temporalio.exceptions import ApplicationError
 
 from workflows.mcp_types import McpCallInput, McpListInput, McpListResult, McpServerStatus
+from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
 from workflows.skill_tools import SkillLoadInput
 from workflows.task_constants import SAVE_TASK_CONSTANTS, SaveTaskConstantsInput, TaskConstants
 from workflows.tool_catalog import ToolSpec
@@ -149,6 +150,10 @@ class Script:
         async def resolve(inp: ResolveApprovalRequestInput) -> None:
             script.resolutions.append(inp)
 
+        @activity.defn(name=ActivityName.PREPARE_APPROVAL)
+        async def prepare_approval(inp: PrepareApprovalInput) -> PrepareApprovalResult:
+            return PrepareApprovalResult(list(inp.approvers), 0.0)  # ids listed as is; no cost
+
         @activity.defn(name=ActivityName.MCP_LIST_TOOLS)
         async def list_mcp_tools(inp: McpListInput) -> McpListResult:
             names = {server.name for server in inp.servers}
@@ -182,6 +187,7 @@ class Script:
             post_reply,
             post_approval_request,
             resolve,
+            prepare_approval,
             list_mcp_tools,
             call_mcp_tool,
             load_skill,

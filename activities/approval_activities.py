@@ -1,0 +1,103 @@
+"""`openloop.approval.prepare`: what an approval request needs before anyone sees it.
+
+Run by the task just before it posts a request, so what it decides is recorded once in the
+history and the workflow stays deterministic:
+
+- who may decide: the listed approvers resolved to user ids (a user group's members and a
+  `@handle`'s user read from Slack through `activities.slack.names`, with its short cache).
+  The request carries these ids; the task and every surface check a decision against them
+  with one rule (`workflows.approval_rule`).
+- what finishing the task may cost, from LiteLLM's local cost map for the model that
+  answered. The rule, kept simple on purpose: the task is expected to take as many steps
+  again as it has taken (at least one, at most the iterations its limit leaves), each like
+  the average step so far (prompt and completion tokens from the usage ledger). Before any
+  usage is recorded, a step is taken as a full answer of `max_output_tokens`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from psycopg.rows import dict_row
+from slack_sdk.errors import SlackApiError
+from temporalio import activity
+
+from activities.llm.providers import quiet_litellm
+from activities.runtime import runtime
+from activities.slack.client import activity_error
+from activities.slack.names import SlackNames, directory, resolve_approvers
+from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
+from workflows.types import ActivityName
+
+FIRST_STEP_PROMPT_TOKENS = 1000  # a step's prompt before any usage is recorded
+
+
+def remaining_steps(steps_so_far: int, max_iterations: int) -> int:
+    """As many steps again as so far, within the iterations left, and at least one."""
+    return max(1, min(max(steps_so_far, 1), max_iterations - steps_so_far))
+
+
+def step_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD for one step of this size at `model`'s prices; None when the cost map has none."""
+    import litellm
+
+    quiet_litellm()
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:  # noqa: BLE001 - LiteLLM raises plain Exception for unmapped models
+        return None
+    total = float(prompt_cost) + float(completion_cost)
+    return total if total > 0 else None
+
+
+async def _usage_so_far(task_id: str) -> tuple[int, int, int]:
+    """(model calls, prompt tokens, completion tokens) the ledger holds for the task."""
+    pool = await runtime().pool()
+    async with pool.connection() as conn:
+        cursor = await conn.cursor(row_factory=dict_row).execute(
+            "SELECT count(*) AS calls, COALESCE(sum(prompt_tokens), 0) AS prompt,"
+            " COALESCE(sum(completion_tokens), 0) AS completion FROM usage_ledger"
+            " WHERE task_id = %s AND key LIKE 'model:%%'",  # model calls, not embeddings
+            (task_id,),
+        )
+        row: dict[str, Any] | None = await cursor.fetchone()
+    if row is None:
+        return 0, 0, 0
+    return int(row["calls"]), int(row["prompt"]), int(row["completion"])
+
+
+async def estimate_finishing(inp: PrepareApprovalInput) -> tuple[float, str]:
+    """(estimated USD to finish the task, how it was estimated)."""
+    if inp.model.startswith("offline/"):
+        return 0.0, f"{inp.model} is the offline model: no cost"
+    calls, prompt, completion = await _usage_so_far(inp.task_id)
+    if calls:
+        per_prompt, per_completion = prompt // calls, completion // calls
+    else:
+        per_prompt, per_completion = FIRST_STEP_PROMPT_TOKENS, inp.max_output_tokens
+    steps = remaining_steps(max(inp.steps_so_far, calls), inp.max_iterations)
+    per_step = step_cost(inp.model, per_prompt, max(per_completion, 1))
+    if per_step is None:
+        return 0.0, f"no price for {inp.model} in LiteLLM's cost map"
+    plural = "s" if steps > 1 else ""
+    return per_step * steps, (
+        f"{steps} more step{plural} of about {per_prompt}+{per_completion} tokens at {inp.model}'s prices"
+    )
+
+
+@activity.defn(name=ActivityName.PREPARE_APPROVAL)
+async def prepare_approval(inp: PrepareApprovalInput) -> PrepareApprovalResult:
+    settings = runtime().settings
+    names: SlackNames | None = directory(settings) if settings.slack_bot_token is not None else None
+    try:
+        approvers = await resolve_approvers(inp.approvers, names)
+    except SlackApiError as exc:
+        raise activity_error(exc, "reading the approvers' user groups") from None
+    if approvers.unresolved:
+        activity.logger.warning(
+            "approvers of %s that stand for nobody now: %s", inp.task_id, ", ".join(approvers.unresolved)
+        )
+    usd, note = await estimate_finishing(inp)
+    return PrepareApprovalResult(approvers.user_ids, usd, note)
