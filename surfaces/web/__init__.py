@@ -4,8 +4,8 @@ run), the approvals inbox, spend against budgets, agent memory and agent version
 Server-rendered (FastAPI + Jinja2), one stylesheet, htmx 2.0.11 (npm htmx.org, 0BSD,
 vendored in static/) for in-place updates and `static/live.js` for a running task's
 server-sent events; every page reads the same without JavaScript. Like every surface it only
-reads projections and signals workflows; sign-in, roles and CSRF live in `surfaces.web.auth`.
-Single sign-on (OIDC) is not implemented yet: sign-in is the embedded one-time link.
+reads projections and signals workflows; sign-in, roles and CSRF live in `surfaces.web.auth`,
+single sign-on through an OpenID Connect provider in `surfaces.web.oidc`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from surfaces.web import agents, approvals, memory, spend, tasks
-from surfaces.web.auth import COOKIE, PREFIX, SESSION_SECONDS, NotSignedIn, Sessions
+from surfaces.web import agents, approvals, loops, memory, oidc, spend, tasks
+from surfaces.web.auth import COOKIE, PREFIX, NotSignedIn, Sessions, signed_in
 from surfaces.web.auth import login_url as login_url
 from surfaces.web.common import HERE, render
 
@@ -30,11 +30,14 @@ def register(app: FastAPI) -> None:
     router = APIRouter(prefix=PREFIX)
     router.add_api_route("/login", login, methods=["GET"], response_class=HTMLResponse)
     router.add_api_route("/logout", logout, methods=["POST"])
+    router.add_api_route("/oidc/start", oidc.start, methods=["GET"])
+    router.add_api_route(oidc.CALLBACK_PATH, oidc.callback, methods=["GET"])
     router.add_api_route("", home, methods=["GET"])
-    for pages in (tasks, approvals, spend, memory, agents):
+    for pages in (tasks, approvals, spend, memory, agents, loops):
         router.include_router(pages.router)
     app.include_router(router, include_in_schema=False)
     app.add_exception_handler(NotSignedIn, _sign_in_first)
+    app.add_exception_handler(oidc.Refused, _oidc_refused)
     app.add_exception_handler(StarletteHTTPException, _error_page)
 
 
@@ -42,29 +45,32 @@ async def home(request: Request) -> Response:
     return RedirectResponse(f"{PREFIX}/tasks", status_code=303)
 
 
-async def login(request: Request) -> Response:
-    sessions: Sessions = request.app.state.dashboard_sessions
-    found = sessions.redeem(request.query_params.get("token", ""))
-    if found is None:
-        return render(
-            request,
-            "message.html",
-            None,
-            status_code=401,
-            message="This sign-in link is not valid: it was already used, has expired, or was cut short. "
-            "Restart `openloop up` for a new one.",
-        )
-    response = RedirectResponse(f"{PREFIX}/tasks", status_code=303)
-    response.set_cookie(
-        COOKIE,
-        sessions.cookie(found),
-        max_age=SESSION_SECONDS,
-        httponly=True,
-        samesite="lax",
-        path=PREFIX,
-        secure=request.url.scheme == "https",
+def _login_page(request: Request, status_code: int = 200, message: str = "") -> Response:
+    provider = oidc.configured(request.app.state.settings)
+    return render(
+        request,
+        "login.html",
+        None,
+        status_code=status_code,
+        message=message,
+        provider=provider.name if provider else None,
     )
-    return response
+
+
+async def login(request: Request) -> Response:
+    """The sign-in page, or a one-time link's token turned into a session."""
+    if "token" not in request.query_params:
+        return _login_page(request)
+    sessions: Sessions = request.app.state.dashboard_sessions
+    found = sessions.redeem(request.query_params["token"])
+    if found is None:
+        return _login_page(
+            request,
+            401,
+            "This sign-in link is not valid: it was already used, has expired, or was cut short. "
+            "Restart `openloop up`, or ask an admin for `openloop dashboard link`.",
+        )
+    return signed_in(request, found)
 
 
 async def logout(request: Request) -> Response:
@@ -79,13 +85,11 @@ async def logout(request: Request) -> Response:
 async def _sign_in_first(request: Request, exc: Exception) -> Response:
     if request.headers.get("hx-request") == "true" or request.url.path.endswith("/events"):
         return Response("sign in first", status_code=401)
-    return render(
-        request,
-        "message.html",
-        None,
-        status_code=401,
-        message="Sign in with the dashboard link `openloop up` printed.",
-    )
+    return _login_page(request, 401, "Sign in first.")
+
+
+async def _oidc_refused(request: Request, exc: Exception) -> Response:
+    return _login_page(request, 401, f"Sign-in was refused: {exc}")
 
 
 async def _error_page(request: Request, exc: Exception) -> Response:

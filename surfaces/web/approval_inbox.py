@@ -6,12 +6,16 @@ person saw; before signalling, it is checked against the task's pending request 
 `workflows.policy.may_approve` against the agent config the task started with (read from
 its history), so the person hears at once whether it counted. The workflow checks again
 itself; a decision refused here is audited with who tried and why.
+
+A person may go by several names (a Slack user id and a GitHub login); a request is theirs
+when its agent names any of them, and their decision is recorded under the name it names.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -77,8 +81,13 @@ async def task_input(client: Client, task_id: str) -> TaskInput | None:
     return None
 
 
-async def inbox(client: Client, user: str) -> tuple[list[Pending], int]:
-    """Pending requests `user` may decide, and how many others wait for someone else."""
+def approver_name(agent: AgentConfig, names: Sequence[str]) -> str | None:
+    """The first of the person's names the agent's approvers list holds."""
+    return next((name for name in names if policy.may_approve(agent, name)), None)
+
+
+async def inbox(client: Client, names: Sequence[str]) -> tuple[list[Pending], int]:
+    """Pending requests the person called `names` may decide, and how many wait for others."""
     query = histories.task_query(extra=f"{search.STATUS.name} = '{TaskStatus.WAITING_APPROVAL.value}'")
     mine: list[Pending] = []
     others = 0
@@ -97,7 +106,7 @@ async def inbox(client: Client, user: str) -> tuple[list[Pending], int]:
         started = await task_input(client, execution.id)
         if started is None:
             continue
-        allowed = policy.may_approve(started.agent, user)
+        allowed = approver_name(started.agent, names) is not None
         if not allowed:
             others += 1
             continue
@@ -130,7 +139,7 @@ async def decide(
     client: Client,
     database_url: str | None,
     task_id: str,
-    user: str,
+    names: Sequence[str],
     request_id: str,
     action_id: str,
     approve: bool,
@@ -148,7 +157,9 @@ async def decide(
     started = await task_input(client, task_id)
     if started is None:
         return Verdict(False, 409, "This task's start could not be read.")
-    if not policy.may_approve(started.agent, user):
+    user = approver_name(started.agent, names)
+    if user is None:
+        user = names[0]
         await _audit_refusal(database_url, started, user, request_id, approve)
         approvers = ", ".join(started.agent.spec.approvals.approvers) or "nobody"
         return Verdict(

@@ -17,9 +17,9 @@ router = APIRouter()
 
 async def _inbox(request: Request, who: Person) -> tuple[list[Pending], int]:
     if not who.can("approver"):
-        _, waiting = await inbox(temporal(request), "")
+        _, waiting = await inbox(temporal(request), ())
         return [], waiting
-    return await inbox(temporal(request), who.user)
+    return await inbox(temporal(request), who.ids)
 
 
 @router.get("/approvals", response_class=HTMLResponse)
@@ -41,7 +41,7 @@ async def decide_approval(request: Request, task_id: str, who: Person = Depends(
             temporal(request),
             request.app.state.settings.database_url,
             task_id,
-            who.user,
+            who.ids,
             form.get("request_id", ""),
             form.get("action_id", ""),
             decision == "approve",

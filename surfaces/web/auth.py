@@ -1,10 +1,16 @@
 """Who is looking at the dashboard, and what they may do.
 
 Sign-in, embedded default: `openloop up` prints a dashboard URL carrying a one-time login
-token (`login_url`). The token is signed with the dashboard secret, says who the person is
-and their role, expires, and is accepted once per server process. Signing in sets a signed
-session cookie holding the same identity and a CSRF token; every form posts that token back
-(`require_csrf`), so another site cannot make a signed-in browser act.
+token (`login_url`; `openloop dashboard link` mints one for someone else). The token is signed
+with the dashboard secret, says who the person is and their role, expires, and is accepted
+once per server process. In production people sign in with an OpenID Connect provider
+instead (`surfaces.web.oidc`). Either way the browser gets a signed session cookie holding
+the identity and a CSRF token; every form posts that token back (`require_csrf`), so another
+site cannot make a signed-in browser act.
+
+A person has one identity shown and approvals are recorded under, and maybe other names
+for the same person (`also`): someone signed in through OIDC is both their Slack user id and
+their GitHub login, and agents may name either as an approver.
 
 Roles, each including the ones before it:
 - viewer: sees every page;
@@ -28,6 +34,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi import HTTPException, Request
+from fastapi.responses import RedirectResponse
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from config.settings import Settings
@@ -46,6 +53,11 @@ class Person:
     user: str  # the identity approvals name: a Slack user id, `cli:local`, an email
     role: str
     csrf: str
+    also: tuple[str, ...] = ()  # the same person's other identities (a GitHub login, an email)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return (self.user, *self.also)
 
     def can(self, role: str) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
@@ -79,17 +91,24 @@ def _serializer(secret: str, purpose: str) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(secret, salt=f"openloop.dashboard.{purpose}")
 
 
-def login_token(settings: Settings, user: str, role: str = "admin") -> str:
-    """A one-time token that signs `user` in with `role`."""
+def login_token(settings: Settings, user: str, role: str = "admin", ttl_seconds: int | None = None) -> str:
+    """A one-time token that signs `user` in with `role`, within `ttl_seconds` (at most a day)."""
     if role not in ROLES:
         raise ValueError(f"role {role!r}: one of {', '.join(ROLES)}")
-    payload = {"user": user, "role": role, "nonce": secrets.token_urlsafe(12)}
+    payload: dict[str, object] = {"user": user, "role": role, "nonce": secrets.token_urlsafe(12)}
+    if ttl_seconds is not None:
+        payload["exp"] = time.time() + ttl_seconds
     return str(_serializer(dashboard_secret(settings), "login").dumps(payload))
 
 
-def login_url(settings: Settings, user: str, role: str = "admin") -> str:
-    base = f"http://{settings.http_address}{PREFIX}/login"
-    return f"{base}?token={quote(login_token(settings, user, role))}"
+def dashboard_base(settings: Settings) -> str:
+    """Where people open the dashboard: OPENLOOP_DASHBOARD_URL, else the local server."""
+    return (settings.dashboard_url or f"http://{settings.http_address}{PREFIX}").rstrip("/")
+
+
+def login_url(settings: Settings, user: str, role: str = "admin", ttl_seconds: int | None = None) -> str:
+    token = login_token(settings, user, role, ttl_seconds)
+    return f"{dashboard_base(settings)}/login?token={quote(token)}"
 
 
 class Sessions:
@@ -118,11 +137,14 @@ class Sessions:
         nonce = str(payload.get("nonce", ""))
         if not nonce or nonce in self._used or payload.get("role") not in ROLES:
             return None
+        if float(payload.get("exp", now)) < now:
+            return None
         self._used[nonce] = now + LOGIN_TOKEN_SECONDS
         return Person(str(payload["user"]), str(payload["role"]), secrets.token_urlsafe(24))
 
     def cookie(self, person: Person) -> str:
-        return str(self._pair()[1].dumps({"user": person.user, "role": person.role, "csrf": person.csrf}))
+        data = {"user": person.user, "role": person.role, "csrf": person.csrf, "also": list(person.also)}
+        return str(self._pair()[1].dumps(data))
 
     def read(self, cookie: str | None) -> Person | None:
         if not cookie:
@@ -133,7 +155,24 @@ class Sessions:
             return None
         if not isinstance(data, dict) or data.get("role") not in ROLES:
             return None
-        return Person(str(data["user"]), str(data["role"]), str(data["csrf"]))
+        also = tuple(str(name) for name in data.get("also") or ())
+        return Person(str(data["user"]), str(data["role"]), str(data["csrf"]), also)
+
+
+def signed_in(request: Request, found: Person) -> RedirectResponse:
+    """Off to the tasks page with the person's session cookie."""
+    sessions: Sessions = request.app.state.dashboard_sessions
+    response = RedirectResponse(f"{PREFIX}/tasks", status_code=303)
+    response.set_cookie(
+        COOKIE,
+        sessions.cookie(found),
+        max_age=SESSION_SECONDS,
+        httponly=True,
+        samesite="lax",
+        path=PREFIX,
+        secure=request.url.scheme == "https",
+    )
+    return response
 
 
 def person(request: Request) -> Person:
