@@ -1,0 +1,139 @@
+"""A playbook's DAG: one entry step (`on:`), every other step `after:` others.
+
+Refused: no entry or more than one, a step with neither `on:` nor `after:` (an orphan), an
+`after:` naming no step, a cycle (reported with its path, `a → b → a`), and a step that can
+never run because something it waits for never runs. What passes has a topological order
+with the entry first, and each step's upstream steps (what its prose may reference).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from config.playbooks.step_files import StepFile
+from config.problems import ConfigProblem
+
+__all__ = ["Graph", "build_graph", "find_cycles"]
+
+
+@dataclass
+class Graph:
+    entry: str | None = None
+    order: list[str] = field(default_factory=list)  # runnable steps, entry first
+    upstream: dict[str, set[str]] = field(default_factory=dict)  # step -> every step before it
+
+
+def find_cycles(after: dict[str, tuple[str, ...]]) -> list[list[str]]:
+    """Each cycle among `after` edges once, as the path it runs: [a, b, a] for a → b → a."""
+    cycles: list[list[str]] = []
+    seen_sets: set[frozenset[str]] = set()
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        path.append(node)
+        for parent in after.get(node, ()):
+            if parent not in after:
+                continue
+            if state.get(parent) == 1:
+                loop = path[path.index(parent) :]
+                if frozenset(loop) not in seen_sets:
+                    seen_sets.add(frozenset(loop))
+                    # Written in running order: the step that must run first leads.
+                    cycles.append([*reversed(loop), loop[-1]])
+            elif state.get(parent) is None:
+                visit(parent, path)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(after):
+        if node not in state:
+            visit(node, [])
+    return cycles
+
+
+def build_graph(playbook: str, steps: dict[str, StepFile]) -> tuple[Graph, list[ConfigProblem]]:
+    graph = Graph()
+    problems: list[ConfigProblem] = []
+    entries = [step for step in steps.values() if "on" in step.doc.data]
+    if not entries:
+        message = (
+            f"playbook {playbook!r} has no entry step; give exactly one step `on: EventName` "
+            'or `on: cron("0 3 * * *")`'
+        )
+        problems.append(
+            ConfigProblem(next(iter(steps.values())).source if steps else playbook, None, "on", message)
+        )
+    for extra in entries[1:]:
+        message = (
+            f"a second entry step (the entry is {entries[0].name!r}, {entries[0].source}); "
+            f"a playbook has exactly one: replace `on:` with `after: <step>`"
+        )
+        problems.append(extra.doc.problem(("on",), message))
+    for step in steps.values():
+        if "on" in step.doc.data and step.after:
+            problems.append(
+                step.doc.problem(("after",), "the entry step runs on its trigger; remove `after:`")
+            )
+        if "on" not in step.doc.data and not step.after and "after" not in step.doc.data:
+            message = (
+                "orphan step: it has neither `on:` nor `after:`; add `after: <step>` to run it after another"
+            )
+            problems.append(ConfigProblem(step.source, 2, "after", message))
+    after: dict[str, tuple[str, ...]] = {}
+    for step in steps.values():
+        known = []
+        for parent in step.after:
+            if parent in steps:
+                known.append(parent)
+                continue
+            close = difflib.get_close_matches(parent, list(steps), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            message = f"no step {parent!r} in playbook {playbook!r}; {hint}steps: {', '.join(sorted(steps))}"
+            problems.append(step.doc.problem(("after",), message))
+        after[step.name] = tuple(known)
+    in_cycle: set[str] = set()
+    for cycle in find_cycles(after):
+        in_cycle.update(cycle)
+        first = steps[cycle[1]] if len(cycle) > 1 else steps[cycle[0]]
+        path = " → ".join(cycle)
+        message = f"a cycle: {path}; steps run once each, so remove one of these `after:` edges"
+        problems.append(first.doc.problem(("after",), message))
+    if len(entries) == 1 and "on" in entries[0].doc.data and not entries[0].after:
+        graph.entry = entries[0].name
+        _order(graph, after, steps, in_cycle, problems)
+    return graph, problems
+
+
+def _order(
+    graph: Graph,
+    after: dict[str, tuple[str, ...]],
+    steps: dict[str, StepFile],
+    in_cycle: set[str],
+    problems: list[ConfigProblem],
+) -> None:
+    """Kahn's order from the entry: a step runs once everything it is after has run."""
+    assert graph.entry is not None
+    graph.order = [graph.entry]
+    graph.upstream[graph.entry] = set()
+    waiting = sorted(name for name in steps if name != graph.entry and after[name])
+    progressed = True
+    while progressed:
+        progressed = False
+        for name in list(waiting):
+            parents = after[name]
+            if len(parents) == len(steps[name].after) and all(p in graph.upstream for p in parents):
+                graph.order.append(name)
+                graph.upstream[name] = set(parents).union(*(graph.upstream[p] for p in parents))
+                waiting.remove(name)
+                progressed = True
+    for name in waiting:
+        if name in in_cycle or len(after[name]) != len(steps[name].after):
+            continue  # already reported: the cycle, or an `after:` naming no step
+        never = next(p for p in after[name] if p not in graph.upstream)
+        message = (
+            f"orphan step: not reachable from the entry step {graph.entry!r}, because {never!r} "
+            "never runs; make it run after a step reachable from the entry"
+        )
+        problems.append(steps[name].doc.problem(("after",), message))
