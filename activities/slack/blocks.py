@@ -11,7 +11,6 @@ request's card is laid out by `activities.slack.pull_request_blocks`.
 from __future__ import annotations
 
 import json
-import re
 from datetime import datetime
 
 from slack_sdk.models.blocks import (
@@ -26,6 +25,7 @@ from slack_sdk.models.blocks import (
 )
 
 from activities.slack import pull_request_blocks
+from activities.slack.card_fields import FOLD_ARGUMENTS_CHARS, approvers_text, cost_text, mention, usd_text
 from activities.slack.mrkdwn import MESSAGE_LIMIT, escape, markdown_to_mrkdwn, split_message
 from activities.slack.pull_request_blocks import SHOW_DIFF_ACTION
 from workflows.pull_request_card import PullRequestCard
@@ -54,6 +54,7 @@ __all__ = [
     "request_closed_text",
     "slack_date",
     "split_message",
+    "usd_text",
 ]
 
 APPROVE_ACTION = "openloop_approve"
@@ -62,12 +63,6 @@ APPROVAL_ACTIONS = (APPROVE_ACTION, DENY_ACTION)
 
 SECTION_LIMIT = 3000  # a section block's text
 MAX_ARGUMENT_SECTIONS = 30  # a message holds at most 50 blocks
-
-_USER_ID = re.compile(r"^[UW][A-Z0-9_]{2,}$")  # Slack user ids (underscores allowed)
-
-
-def mention(user: str) -> str:
-    return f"<@{user}>" if _USER_ID.match(user) else f"`{escape(user)}`"
 
 
 def slack_date(iso: str) -> str:
@@ -104,9 +99,13 @@ def parse_button_value(value: str) -> tuple[str, str, str] | None:
 def _argument_sections(arguments: dict[str, object]) -> list[Block]:
     exact = escape(json.dumps(arguments, indent=2, sort_keys=True, ensure_ascii=False))
     pieces = split_message(f"```\n{exact}\n```", SECTION_LIMIT - 20)
-    sections: list[Block] = [SectionBlock(text=MarkdownTextObject(text="*Arguments*"))]
+    folded = len(exact) > FOLD_ARGUMENTS_CHARS
+    title = "*Arguments* (long: folded, “see more” shows them whole)" if folded else "*Arguments*"
+    sections: list[Block] = [SectionBlock(text=MarkdownTextObject(text=title))]
     shown = pieces[:MAX_ARGUMENT_SECTIONS]
-    sections += [SectionBlock(text=MarkdownTextObject(text=piece)) for piece in shown]
+    sections += [
+        SectionBlock(text=MarkdownTextObject(text=piece), expand=False if folded else None) for piece in shown
+    ]
     if len(pieces) > MAX_ARGUMENT_SECTIONS:
         sections.append(
             SectionBlock(
@@ -119,7 +118,7 @@ def _argument_sections(arguments: dict[str, object]) -> list[Block]:
 
 
 def _details(task_id: str, agent_name: str, request: ApprovalRequest) -> list[Block]:
-    approvers = ", ".join(mention(a) for a in request.approvers) or "nobody"
+    approvers = approvers_text(request)
     who_and_when = [
         MarkdownTextObject(text=f"*Who may approve*\n{approvers}"),
         MarkdownTextObject(text=f"*Expires*\n{slack_date(request.expires_at_iso)}"),
@@ -141,7 +140,7 @@ def _details(task_id: str, agent_name: str, request: ApprovalRequest) -> list[Bl
         SectionBlock(
             fields=[
                 MarkdownTextObject(text=f"*Model*\n`{escape(request.model)}`"),
-                MarkdownTextObject(text=f"*Estimated cost*\n${request.estimated_cost_usd:.4f}"),
+                MarkdownTextObject(text=f"*Estimated cost*\n{cost_text(request)}"),
                 *who_and_when,
             ]
         ),
