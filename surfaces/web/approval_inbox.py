@@ -2,13 +2,14 @@
 
 The inbox lists tasks whose OpenLoopStatus is WAITING_APPROVAL and asks each for its
 pending request (the `status` query). A decision names the request id and action id the
-person saw; before signalling, it is checked against the task's pending request and with
-`workflows.policy.may_approve` against the agent config the task started with (read from
-its history), so the person hears at once whether it counted. The workflow checks again
+person saw; before signalling, it is checked against the task's pending request and its
+approvers (`workflows.approval_rule`: the ids the request's approvers resolved to; the agent
+config the task started with when no worker answers), so the person hears at once whether
+it counted. The workflow checks again
 itself; a decision refused here is audited with who tried and why.
 
 A person may go by several names (a Slack user id and a GitHub login); a request is theirs
-when its agent names any of them, and their decision is recorded under the name it names.
+when its approvers hold any of them, and their decision is recorded under the name they hold.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from surfaces.decisions import decision_problem
 from surfaces.task_lookup import worker_is_polling
 from surfaces.timeline import story_from_history
 from workers import history as histories
-from workflows import policy, search
+from workflows import approval_rule, policy, search
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
     ApprovalDecision,
@@ -81,8 +82,11 @@ async def task_input(client: Client, task_id: str) -> TaskInput | None:
     return None
 
 
-def approver_name(agent: AgentConfig, names: Sequence[str]) -> str | None:
-    """The first of the person's names the agent's approvers list holds."""
+def approver_name(agent: AgentConfig, pending: ApprovalRequest | None, names: Sequence[str]) -> str | None:
+    """The first of the person's names that may decide the pending request (or, with none
+    known, that the agent's approvers list holds)."""
+    if pending is not None:
+        return next((name for name in names if approval_rule.may_decide(pending, name)), None)
     return next((name for name in names if policy.may_approve(agent, name)), None)
 
 
@@ -106,7 +110,7 @@ async def inbox(client: Client, names: Sequence[str]) -> tuple[list[Pending], in
         started = await task_input(client, execution.id)
         if started is None:
             continue
-        allowed = approver_name(started.agent, names) is not None
+        allowed = approver_name(started.agent, view.pending_approval, names) is not None
         if not allowed:
             others += 1
             continue
@@ -157,17 +161,19 @@ async def decide(
     started = await task_input(client, task_id)
     if started is None:
         return Verdict(False, 409, "This task's start could not be read.")
-    user = approver_name(started.agent, names)
+    view = await status_view(client, task_id)
+    pending = view.pending_approval if view is not None else None
+    user = approver_name(started.agent, pending, names)
     if user is None:
         user = names[0]
         await _audit_refusal(database_url, started, user, request_id, approve)
-        approvers = ", ".join(started.agent.spec.approvals.approvers) or "nobody"
+        listed = pending.approvers if pending is not None else started.agent.spec.approvals.approvers
+        approvers = ", ".join(listed) or "nobody"
         return Verdict(
             False,
             403,
             f"You ({user}) are not an approver of {started.agent.name}; its approvers: {approvers}.",
         )
-    view = await status_view(client, task_id)
     problem = decision_problem(view, request_id, action_id) if view is not None else None
     if problem is not None:
         return Verdict(False, 409, f"Not counted: this request {problem}.")
