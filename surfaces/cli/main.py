@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "surfaces.cli.mcp",
     "surfaces.cli.skills",
     "surfaces.cli.loops",
+    "surfaces.cli.dashboard",
     "surfaces.cli.playbooks",
     "surfaces.slack.cli",
 )
