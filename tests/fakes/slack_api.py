@@ -26,6 +26,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.slack_directory import SlackDirectory
+
 BOT_USER = "UOPENLOOP"
 BOT_ID = "BOPENLOOP"
 TEAM = "T0FAKE"
@@ -75,6 +77,7 @@ class FakeSlack:
         self._sockets: list[web.WebSocketResponse] = []
         self._thread: threading.Thread | None = None
         self.port = 0
+        self.directory = SlackDirectory(self)  # views.publish, conversations.info, renames
         self.add_user(BOT_USER, "openloop", "OpenLoop", is_bot=True)
 
     # Lifecycle ---------------------------------------------------------------------------
@@ -297,6 +300,7 @@ class FakeSlack:
 
     def _handle(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        handler = handler or self.directory.handler(method)
         if handler is None:
             return {"ok": False, "error": "unknown_method"}
         result: dict[str, Any] = handler(args)
