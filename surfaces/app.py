@@ -33,7 +33,12 @@ def create_app(settings: Settings, client: Client | None) -> FastAPI:
 
     health.register(app)
     web.register(app)
-    for module_name in ("surfaces.slack.events", "surfaces.github.webhooks", "surfaces.ledger"):
+    for module_name in (
+        "surfaces.slack.events",
+        "surfaces.github.webhooks",
+        "surfaces.ledger",
+        "surfaces.hooks",
+    ):
         _register_optional(app, module_name)
     return app
 

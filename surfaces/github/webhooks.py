@@ -24,6 +24,7 @@ from activities.github.once import fetch_row
 from activities.store.agents import StoredAgent, agent_for_github_repo
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces import playbook_events
 from surfaces.github import events
 from surfaces.tasks import start_task, task_id_for
 from workflows import search
@@ -82,12 +83,16 @@ def register(app: FastAPI) -> None:
             return _answer(400, error="the body is not a JSON object")
         if event == "ping":
             return _answer(200, ok=True, zen=str(payload.get("zen", "")))
+        playbooks = await playbook_events.github_delivery(request.app, event, delivery, payload)
+        if playbooks is not None and (playbooks.status_code >= 500 or event not in events.HANDLED_EVENTS):
+            return playbooks  # a playbook's event only, or runs to start again on a redelivery
         if event not in events.HANDLED_EVENTS:
             return _answer(200, status="ignored", reason=f"event {event!r} is not handled")
         try:
-            return await asyncio.wait_for(
+            answer = await asyncio.wait_for(
                 _handle(request.app, settings, event, delivery, payload), DEADLINE_SECONDS
             )
+            return playbook_events.with_runs(answer, playbooks)
         except ValueError as exc:
             return _answer(400, error=f"malformed {event} payload: {exc}")
         except TimeoutError:

@@ -22,6 +22,7 @@ from psycopg_pool import AsyncConnectionPool
 from slack_sdk.signature import SignatureVerifier
 
 from activities.store.db import get_pool
+from surfaces import playbook_events
 from surfaces.app import add_background
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher
@@ -49,6 +50,9 @@ def register(app: FastAPI) -> None:
             return _reply(400, {"ok": False, "error": "invalid_payload"})
         if payload.get("type") == "url_verification":
             return _reply(200, {"challenge": str(payload.get("challenge") or "")})
+        playbooks = await playbook_events.slack_event(request.app, payload)
+        if playbooks is not None and playbooks.status_code >= 500:
+            return playbooks  # not acked: Slack sends it again, and a run starts once
         return await _record(request, payload)
 
     @app.post("/slack/interactivity")
