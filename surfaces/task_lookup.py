@@ -109,7 +109,19 @@ def while_running(view: TaskStatusView, surface: str = "") -> tuple[str, str]:
     return view.last_action, f"Nothing: the task is working (`openloop tasks show {task_id}`)."
 
 
-_TELLING = ("start", "model", "tool", "approval", "refused", "status", "signal", "reply", "stop", "failure")
+_TELLING = (
+    "start",
+    "model",
+    "tool",
+    "approval",
+    "refused",
+    "status",
+    "signal",
+    "child",
+    "reply",
+    "stop",
+    "failure",
+)
 _STATUS_WORDS = {
     "WAITING_APPROVAL": "waiting for an approval",
     "WAITING_BUDGET": "paused: a budget is reached, waiting for an extension",

@@ -19,6 +19,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.converter import decode_search_attributes
 
+from surfaces.timeline_children import CHILD_EVENTS, ChildRun, child_wait, read_child_event
 from surfaces.timeline_signals import GateView, signal_entry
 from workers.history import event_time, local_activity_type
 from workflows import search
@@ -64,6 +65,7 @@ class Story:
     result: TaskResult | None = None
     closed: str | None = None  # how the run ended when it did not return a result
     entries: list[Entry] = field(default_factory=list)
+    children: list[ChildRun] = field(default_factory=list)  # subagents and teammates it started
 
     @property
     def cost_usd(self) -> float:
@@ -124,8 +126,13 @@ class _Reader:
             entry = self._local(event, at)
             if entry is not None:
                 story.entries.append(entry)
+        elif kind in CHILD_EVENTS:
+            said = read_child_event(event, story.task, story.children)
+            if said is not None:
+                story.entries.append(Entry(at, "child", said))
         elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
-            signal_kind, said, sender = signal_entry(event, self.gate)
+            waits = child_wait(event, story.children)
+            signal_kind, said, sender = ("child", waits, None) if waits else signal_entry(event, self.gate)
             story.entries.append(Entry(at, signal_kind, said, who=sender))
         elif kind == E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
             found_status = decode_search_attributes(

@@ -24,6 +24,7 @@ from temporalio.service import RPCError
 from config.settings import Settings
 from surfaces.cli.observe_run import EXIT_FAILED, EXIT_UNAVAILABLE, Fail, output, run
 from surfaces.cli.replay import parse_since, replay
+from surfaces.cli.task_tree import draw_tree, load_tree, rolled_up
 from surfaces.cli.terminal import commands
 from surfaces.decisions import status_of
 from surfaces.task_lookup import (
@@ -164,6 +165,8 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
         running = description.status == WorkflowExecutionStatus.RUNNING
         asked = await ask_task(client, task_id, description.task_queue)
         story = story_from_history((await histories.fetch_history(client, task_id)).events)
+        tree = await load_tree(client, task_id, story)
+        told = rolled_up(tree)  # with its subagents' and teammates' steps, and their cost
         attrs, out = description.typed_search_attributes, output()
         out.print(
             f"[bold]{escape(task_id)}[/bold]  agent {escape(attrs.get(search.AGENT) or '?')}  "
@@ -178,8 +181,10 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
             out.print(f"Next: {escape(commands(action))}")
         else:
             out.print(f"Status {escape(_story_status(story, description))}")
-        out.print(_timeline(with_refusals(story.entries, asked[0]) if asked else story.entries))
-        out.print(f"Total cost {_usd(story.cost_usd)}")
+        if tree.children:
+            out.print(draw_tree(tree))
+        out.print(_timeline(with_refusals(told.entries, asked[0]) if asked else told.entries))
+        out.print(f"Total cost {_usd(told.cost_usd)}" + (" with its children" if tree.children else ""))
         out.print(f"Web UI: {web_ui_link(settings, client.namespace, task_id)}")
 
     run(work)
@@ -207,6 +212,7 @@ def explain(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.
         if asked is not None and not running and not asked[0].status.finished:
             asked = None  # terminated or timed out mid-way: only the history tells how it ended
         story = story_from_history((await histories.fetch_history(client, task_id)).events)
+        told = rolled_up(await load_tree(client, task_id, story))  # children's decisions too
         surface = description.typed_search_attributes.get(search.SURFACE) or ""
         if asked is not None:
             explanation, view = asked
@@ -214,11 +220,11 @@ def explain(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.
             reason = reason.removeprefix(f"stopped: {status}: ")  # the last decision says it stopped
             if not explanation.status.finished:
                 reason, action = while_running(view, surface)
-            chain, source = decision_chain(story, explanation), "the task itself"
+            chain, source = decision_chain(told, explanation), "the task itself"
         else:
             recorded = description.typed_search_attributes.get(search.STATUS) or "RUNNING"
             status, reason, action = explain_story(story, task_id, recorded)
-            chain, source = decision_chain(story), "its recorded history"
+            chain, source = decision_chain(told), "its recorded history"
         if status in TaskStatus.__members__:
             known = TaskStatus(status)
             approvals = [entry.what for entry in story.entries if entry.kind == "approval"]
