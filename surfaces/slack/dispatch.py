@@ -27,6 +27,7 @@ from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.decisions import closed_reason, refusal
+from surfaces.slack import directory_events
 from surfaces.slack.diff_button import DiffButton
 from surfaces.slack.outcome import Followup, Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
@@ -65,6 +66,8 @@ class SlackDispatcher:
             return Outcome("ignored: not an event callback")
         if not isinstance(event, dict) or not isinstance(event_id, str) or not event_id:
             return Outcome("malformed: no event or event_id", status=400)
+        if event.get("type") in directory_events.DIRECTORY_EVENTS:  # a rename, App Home opened
+            return await directory_events.handle(self.settings, self.temporal, event, event_id)
         bot_user = bot_user_of(payload) or await self._bot_user()
         if from_a_bot(event, bot_user):
             return Outcome("ignored: from a bot")

@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from surfaces.slack.directory_events import DIRECTORY_EVENTS
 from surfaces.slack.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot
 
@@ -49,7 +50,7 @@ def not_worth_recording(payload: dict[str, Any]) -> str | None:
         return "not an event callback"
     if from_a_bot(event, bot_user_of(payload)):
         return "from a bot"
-    if event.get("type") == "app_mention":
+    if event.get("type") in ("app_mention", *DIRECTORY_EVENTS):
         return None
     if event.get("type") == "message":
         thread, ts = event.get("thread_ts"), event.get("ts")
