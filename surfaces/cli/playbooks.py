@@ -33,7 +33,15 @@ from config.problems import AgentConfigError, ConfigProblem
 from surfaces.cli.memory import run_with_pool
 from workflows.playbook_types import CompiledPlaybook, TriggerKind
 
-__all__ = ["EXAMPLES", "agent_facts", "compile_folder", "playbooks_app", "print_report", "register"]
+__all__ = [
+    "EXAMPLES",
+    "agent_facts",
+    "applied_agents",
+    "compile_folder",
+    "playbooks_app",
+    "print_report",
+    "register",
+]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "config" / "playbook_examples"
 DEFAULT_DIR = Path("playbooks")
@@ -72,7 +80,9 @@ def _agent_files(paths: list[Path]) -> tuple[list[AgentConfig], list[ConfigProbl
     return configs, problems
 
 
-def _applied() -> list[AgentConfig]:
+def applied_agents() -> list[AgentConfig]:
+    """The latest version of every agent applied on the stack (its database)."""
+
     async def work(pool: AsyncConnectionPool) -> list[AgentConfig]:
         return [stored.config for stored in await latest_agents(pool)]
 
@@ -158,7 +168,7 @@ def compile_command(
     root = _folder(folder)
     configs: list[AgentConfig] | None = None
     if applied:
-        configs = _applied()
+        configs = applied_agents()
     else:
         paths = agents or ([Path("agents")] if Path("agents").is_dir() else [])
         if not paths and root.resolve() == EXAMPLES:

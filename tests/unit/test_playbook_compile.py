@@ -281,3 +281,47 @@ def test_random_dags_compile_and_any_cycle_is_refused(data: st.DataObject) -> No
         assert order[0] == "s0" and len(order) == size
         for step, parents in after.items():
             assert all(order.index(f"s{p}") < order.index(f"s{step}") for p in parents)
+
+
+def test_event_sources_are_read_and_each_wrong_one_named(tmp_path: Path) -> None:
+    registry = REGISTRY.replace(
+        "agents:\n",
+        (
+            "  Deploy:\n    fields: {text: str}\n    slack: {message: {channel: C0DEVPLAT, pattern: '^deploy'}}\n"
+            "  Asked:\n    slack: mention\n"
+            "  Incident:\n    fields: {title: str}\n    webhook: {hook: sentry, secret_env: SENTRY_SECRET}\n"
+        )
+        + "agents:\n",
+    )
+    listeners = {
+        f"on-{n.lower()}/go.md": f"---\non: {n}\nagent: coder\n---\ngo\n"
+        for n in ("Deploy", "Asked", "Incident")
+    }
+    report = _compile(tmp_path, {"registry.yaml": registry, **listeners})
+    assert report.ok, report.errors
+    assert report.events["Deploy"].match == {"kind": "message", "channel": "C0DEVPLAT", "pattern": "^deploy"}
+    assert report.events["Asked"].match == {"kind": "mention"}
+    assert report.events["Incident"].match == {"hook": "sentry", "secret_env": "SENTRY_SECRET"}
+    assert report.events["CIFailed"].match == {"event": "workflow_run", "conclusion": "failure"}
+    broken = (
+        registry.replace("pattern: '^deploy'", "pattern: '(deploy'")
+        .replace("secret_env: SENTRY_SECRET", "secret: x")
+        .replace("{event: workflow_run, conclusion: failure}", "{conclusion: failure}")
+        .replace("slack: mention", "slack: {reaction: {}}")
+    )
+    errors = _errors(tmp_path / "b", {"registry.yaml": broken, **listeners})
+    _one(errors, "registry.yaml:4: events.CIFailed.github:", "name the GitHub webhook event")
+    _one(errors, "registry.yaml:9: events.Deploy.slack.message.pattern:", "not a regular expression")
+    _one(errors, "registry.yaml:11: events.Asked.slack.reaction:", "reaction needs `name:`")
+    _one(errors, "registry.yaml:14: events.Incident.webhook.secret:", "did you mean 'secret_env'?")
+    _one(errors, "registry.yaml:14: events.Incident.webhook.secret_env:", "the HMAC secret")
+
+
+def test_warnings_do_not_fail_the_compile(tmp_path: Path) -> None:
+    registry = REGISTRY.replace("agents:\n", "  Unused:\n    fields: {x: int}\nagents:\n")
+    report = _compile(tmp_path, {"registry.yaml": registry})
+    assert report.ok and len(report.playbooks) == 1
+    warnings = [str(w).replace(str(tmp_path / "playbooks") + "/", "") for w in report.warnings]
+    _one(warnings, "registry.yaml:7: events.Unused:", "nobody produces Unused")
+    _one(warnings, "registry.yaml:7: events.Unused:", "no playbook starts on Unused")
+    _one(warnings, "registry.yaml:5: events.Triaged:", "nobody produces Triaged")
