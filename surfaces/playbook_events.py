@@ -38,6 +38,8 @@ _ALIASES: dict[str, tuple[str, ...]] = {
     "branch": ("{event}.head_branch", "pull_request.head.ref", "ref"),
     "url": ("{event}.html_url",),
     "run_url": ("{event}.html_url",),
+    "run_id": ("{event}.id",),
+    "workflow": ("{event}.name",),
     "title": ("issue.title", "pull_request.title", "{event}.name"),
     "channel": ("item.channel",),
 }

@@ -17,6 +17,7 @@ from workflows.playbook_types import PlaybookRunStatus, StepRun
 MAX_EMIT_DEPTH = 5
 # The run key a Schedule's action carries: the run takes the schedule's time instead.
 SCHEDULED_RUN_KEY = "schedule"
+CRON_EVENT = "cron"  # a scheduled run's event name; its fields are `scheduled_at` and `last_run`
 
 
 class PlaybookActivity:
@@ -41,6 +42,12 @@ class RunRecord(BaseModel):
     reason: str = ""
     depth: int = 0
     seq: int = 0  # the run's n-th write: a store never lets an older one replace a newer one
+
+
+class Recorded(BaseModel):
+    """What the store knew when a run's first record was written."""
+
+    last_run: str | None = None  # a cron run's: the key (scheduled time) of the run before it
 
 
 class PublishEvent(BaseModel):

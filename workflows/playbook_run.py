@@ -25,11 +25,13 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from workflows import search
     from workflows.playbook_calls import (
+        CRON_EVENT,
         MAX_EMIT_DEPTH,
         SCHEDULED_RUN_KEY,
         PlaybookActivity,
         Published,
         PublishEvent,
+        Recorded,
         RunRecord,
     )
     from workflows.playbook_types import (
@@ -82,12 +84,18 @@ class PlaybookRunWorkflow:
         playbook = inp.playbook
         workflow.upsert_search_attributes([search.PLAYBOOK.value_set(playbook.name)])
         self._steps = [StepRun(name=step.name) for step in playbook.steps]
+        run_key = run_key_of(inp)
+        cron = inp.event_name == CRON_EVENT
+        event = {"scheduled_at": run_key, **inp.event} if cron else inp.event
         self._record = RunRecord(
             run_id=run_id, playbook=playbook.name, version=playbook.version, event_name=inp.event_name,
-            run_key=run_key_of(inp), event=inp.event, depth=inp.depth,
+            run_key=run_key, event=event, depth=inp.depth,
         )  # fmt: skip
-        await self._save()
-        runner = StepRunner(inp, run_id)
+        recorded = await self._save()
+        if cron and recorded.last_run is not None and "last_run" not in event:
+            event = {**event, "last_run": recorded.last_run}
+            self._record = self._record.model_copy(update={"event": event})
+        runner = StepRunner(inp.model_copy(update={"event": event}), run_id)
         try:
             await asyncio.gather(*(self._step(inp, runner, step) for step in playbook.steps))
         except asyncio.CancelledError:
@@ -149,13 +157,18 @@ class PlaybookRunWorkflow:
             ", ".join(started) or published.refused or "no playbook listens"
         )
 
-    async def _save(self, **changes: Any) -> None:
+    async def _save(self, **changes: Any) -> Recorded:
         """Store the run as it is now; `seq` keeps an older write from landing after a newer one."""
         assert self._record is not None
         self._saves += 1
         self._record = self._record.model_copy(
             update={"steps": [state.model_copy() for state in self._steps], "seq": self._saves, **changes}
         )
-        await workflow.execute_activity(
-            PlaybookActivity.RECORD, self._record, summary=f"record {self._record.status.value}", **_STORE
+        recorded: Recorded = await workflow.execute_activity(
+            PlaybookActivity.RECORD,
+            self._record,
+            result_type=Recorded,
+            summary=f"record {self._record.status.value}",
+            **_STORE,
         )
+        return recorded

@@ -12,12 +12,24 @@ from temporalio import activity
 from activities.playbooks.starts import start_listening
 from activities.runtime import runtime
 from activities.store import playbooks as playbook_rows
-from workflows.playbook_calls import MAX_EMIT_DEPTH, PlaybookActivity, Published, PublishEvent, RunRecord
+from workflows.playbook_calls import (
+    CRON_EVENT,
+    MAX_EMIT_DEPTH,
+    PlaybookActivity,
+    Published,
+    PublishEvent,
+    Recorded,
+    RunRecord,
+)
 
 
 @activity.defn(name=PlaybookActivity.RECORD)
-async def record_playbook_run(record: RunRecord) -> None:
-    await playbook_rows.record_run(await runtime().pool(), record)
+async def record_playbook_run(record: RunRecord) -> Recorded:
+    pool = await runtime().pool()
+    await playbook_rows.record_run(pool, record)
+    if record.seq == 1 and record.event_name == CRON_EVENT:
+        return Recorded(last_run=await playbook_rows.last_cron_run(pool, record.playbook, record.run_id))
+    return Recorded()
 
 
 @activity.defn(name=PlaybookActivity.PUBLISH)

@@ -31,7 +31,7 @@ from temporalio.client import (
 from temporalio.service import RPCError, RPCStatusCode
 
 from activities.playbooks.starts import run_search_attributes
-from workflows.playbook_calls import SCHEDULED_RUN_KEY
+from workflows.playbook_calls import CRON_EVENT, SCHEDULED_RUN_KEY
 from workflows.playbook_types import PLAYBOOK_WORKFLOW_NAME, CompiledPlaybook, PlaybookRunInput, TriggerKind
 
 SCHEDULE_PREFIX = "openloop-playbook-"
@@ -68,7 +68,7 @@ def playbook_schedule(
     return Schedule(
         action=ScheduleActionStartWorkflow(
             PLAYBOOK_WORKFLOW_NAME,
-            PlaybookRunInput(playbook=playbook, event_name="cron", run_key=SCHEDULED_RUN_KEY),
+            PlaybookRunInput(playbook=playbook, event_name=CRON_EVENT, run_key=SCHEDULED_RUN_KEY),
             id=f"playbook-{playbook.name}-cron",  # Temporal appends each firing's time
             task_queue=task_queue,
             memo={SIGNATURE_MEMO: signature(playbook, task_queue, overlap)},

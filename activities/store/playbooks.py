@@ -140,6 +140,7 @@ async def record_run(pool: AsyncConnectionPool, record: RunRecord) -> None:
             " reason, steps, cost_usd, depth, seq, finished_at)"
             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, CASE WHEN %s THEN now() END)"
             " ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, reason = EXCLUDED.reason,"
+            " event = EXCLUDED.event,"
             " steps = EXCLUDED.steps, cost_usd = EXCLUDED.cost_usd, seq = EXCLUDED.seq,"
             " updated_at = now(), finished_at = EXCLUDED.finished_at"
             " WHERE playbook_runs.seq < EXCLUDED.seq",
@@ -149,6 +150,18 @@ async def record_run(pool: AsyncConnectionPool, record: RunRecord) -> None:
                 record.depth, record.seq, finished,
             ),
         )  # fmt: skip
+
+
+async def last_cron_run(pool: AsyncConnectionPool, playbook: str, run_id: str) -> str | None:
+    """The run key (scheduled time) of the playbook's latest cron run other than `run_id`."""
+    async with pool.connection() as conn:
+        cursor = await conn.cursor(row_factory=dict_row).execute(
+            "SELECT run_key FROM playbook_runs WHERE playbook = %s AND event_name = 'cron' AND run_id <> %s"
+            " ORDER BY started_at DESC LIMIT 1",
+            (playbook, run_id),
+        )
+        row = await cursor.fetchone()
+    return str(row["run_key"]) if row else None
 
 
 def _run(row: dict[str, Any]) -> StoredRun:

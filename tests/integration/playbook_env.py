@@ -99,15 +99,22 @@ class PlaybookWorld:
             self.client, await self.pool(), playbooks, events, self.settings.task_queue, overlap, "test"
         )
 
-    async def finished_run(self, playbook: str, within: float = 60.0) -> playbook_rows.StoredRun:
+    async def finished_run(self, playbook: str) -> playbook_rows.StoredRun:
         """The playbook's only run, once it has finished."""
+        [run] = await self.finished_runs(playbook, 1)
+        return run
+
+    async def finished_runs(
+        self, playbook: str, count: int, within: float = 60.0
+    ) -> list[playbook_rows.StoredRun]:
+        """The playbook's `count` runs (never more), newest first, once all have finished."""
         async with asyncio.timeout(within):
             while True:
                 runs = await playbook_rows.list_runs(await self.pool(), playbook)
-                if len(runs) > 1:
+                if len(runs) > count:
                     raise AssertionError(f"{len(runs)} runs of {playbook}: {[r.record.run_id for r in runs]}")
-                if runs and runs[0].record.status is not PlaybookRunStatus.RUNNING:
-                    return runs[0]
+                if len(runs) == count and all(r.record.status is not PlaybookRunStatus.RUNNING for r in runs):
+                    return runs
                 await asyncio.sleep(0.2)
 
 

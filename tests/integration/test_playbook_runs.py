@@ -42,7 +42,7 @@ async def test_a_cron_playbooks_schedule_fires_and_runs_its_steps_in_order_with_
         scan = PlaybookStep(
             name="scan",
             agent=agent,
-            instructions="Scan the dependencies and count the critical advisories.",
+            instructions="It is {{ event.scheduled_at }}. Count the critical advisories of the dependencies.",
             output=(field("count", FieldKind.INT), field("worst")),
             budget_usd=0.5,
         )
@@ -58,13 +58,19 @@ async def test_a_cron_playbooks_schedule_fires_and_runs_its_steps_in_order_with_
         handle = client.get_schedule_handle(schedule_id(name))
         await handle.trigger()
         run = await world.finished_run(name)
-
         described = await client.get_workflow_handle(run.record.run_id).describe()
+        api.answer(answer_with("None today.", count=0, worst="none"))
+        api.answer(answer_with("Nothing to open.", title="No critical advisories"))
+        await handle.trigger()
+        later = (await world.finished_runs(name, 2))[0].record
+    assert later.status is PlaybookRunStatus.SUCCEEDED, later.reason
+    assert later.event == {"scheduled_at": later.run_key, "last_run": run.record.run_key}
     record = run.record
     assert record.status is PlaybookRunStatus.SUCCEEDED, record.reason
     assert record.event_name == "cron" and record.version == 1
     assert record.run_id.startswith(f"playbook-{name}-cron-")
     assert record.run_key[:4].isdigit()  # the schedule's time, not the placeholder
+    assert record.event == {"scheduled_at": record.run_key}  # the first run: no last_run
     first, second = record.steps
     assert (first.name, first.status, first.output) == (
         "scan",
@@ -79,8 +85,9 @@ async def test_a_cron_playbooks_schedule_fires_and_runs_its_steps_in_order_with_
     assert first.task_id == f"{record.run_id}.scan" and first.cost_usd > 0 and first.tokens == 18
     assert record.cost_usd == pytest.approx(first.cost_usd + second.cost_usd)
     # In order: the second request carried the first step's output, fenced as data.
-    assert len(api.requests) == 2
-    assert "critical advisories" in user_text(api, 0) and '"count": int' in user_text(api, 0)
+    assert len(api.requests) == 4
+    assert f'<untrusted-data source="event.scheduled_at">\n{record.run_key}\n' in user_text(api, 0)
+    assert "Count the critical advisories" in user_text(api, 0) and '"count": int' in user_text(api, 0)
     asked = user_text(api, 1)
     assert '<untrusted-data source="step.scan.count">\n2\n</untrusted-data>' in asked
     assert '<untrusted-data source="step.scan.worst">\nCVE-2024-0001\n</untrusted-data>' in asked
