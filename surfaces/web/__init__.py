@@ -62,7 +62,7 @@ async def login(request: Request) -> Response:
     if "token" not in request.query_params:
         return _login_page(request)
     sessions: Sessions = request.app.state.dashboard_sessions
-    found = sessions.redeem(request.query_params["token"])
+    found = await sessions.redeem_once(request.query_params["token"])
     if found is None:
         return _login_page(
             request,

@@ -3,7 +3,8 @@
 Sign-in, embedded default: `openloop up` prints a dashboard URL carrying a one-time login
 token (`login_url`; `openloop dashboard link` mints one for someone else). The token is signed
 with the dashboard secret, says who the person is and their role, expires, and is accepted
-once per server process. In production people sign in with an OpenID Connect provider
+once: its nonce is recorded when used (in Postgres when the server has a database, so a
+restart or another replica refuses it too). In production people sign in with an OpenID Connect provider
 instead (`surfaces.web.oidc`). Either way the browser gets a signed session cookie holding
 the identity and a CSRF token; every form posts that token back (`require_csrf`), so another
 site cannot make a signed-in browser act.
@@ -37,6 +38,7 @@ from fastapi import HTTPException, Request
 from fastapi.responses import RedirectResponse
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
+from activities.store.db import get_pool
 from config.settings import Settings
 
 ROLES = ("viewer", "approver", "admin")
@@ -127,7 +129,23 @@ class Sessions:
         return self._serializers
 
     def redeem(self, token: str) -> Person | None:
-        """The person a login token names, once; None for a bad, expired or used token."""
+        """The person a login token names, once in this process; None for a bad, expired or
+        used token."""
+        redeemed = self._redeem(token)
+        return redeemed[0] if redeemed else None
+
+    async def redeem_once(self, token: str) -> Person | None:
+        """`redeem`, and once across processes too when there is a database."""
+        redeemed = self._redeem(token)
+        if redeemed is None:
+            return None
+        found, nonce = redeemed
+        url = self._settings.database_url
+        if url and not await _first_use(url, nonce, found.user):
+            return None
+        return found
+
+    def _redeem(self, token: str) -> tuple[Person, str] | None:
         try:
             payload = self._pair()[0].loads(token, max_age=LOGIN_TOKEN_SECONDS)
         except BadSignature:
@@ -140,7 +158,7 @@ class Sessions:
         if float(payload.get("exp", now)) < now:
             return None
         self._used[nonce] = now + LOGIN_TOKEN_SECONDS
-        return Person(str(payload["user"]), str(payload["role"]), secrets.token_urlsafe(24))
+        return Person(str(payload["user"]), str(payload["role"]), secrets.token_urlsafe(24)), nonce
 
     def cookie(self, person: Person) -> str:
         data = {"user": person.user, "role": person.role, "csrf": person.csrf, "also": list(person.also)}
@@ -157,6 +175,19 @@ class Sessions:
             return None
         also = tuple(str(name) for name in data.get("also") or ())
         return Person(str(data["user"]), str(data["role"]), str(data["csrf"]), also)
+
+
+async def _first_use(database_url: str, nonce: str, user: str) -> bool:
+    """Record a login token's nonce; False when it was recorded before (the link was used)."""
+    async with (await get_pool(database_url)).connection() as conn:
+        await conn.execute("DELETE FROM dashboard_used_links WHERE expires_at < now()")
+        cursor = await conn.execute(
+            "INSERT INTO dashboard_used_links (nonce, user_id, expires_at)"
+            " VALUES (%s, %s, now() + make_interval(secs => %s))"
+            " ON CONFLICT (nonce) DO NOTHING RETURNING nonce",
+            (nonce, user, LOGIN_TOKEN_SECONDS),
+        )
+        return await cursor.fetchone() is not None
 
 
 def signed_in(request: Request, found: Person) -> RedirectResponse:

@@ -40,7 +40,7 @@ async def web(settings: Settings, client: Client) -> AsyncIterator[httpx.AsyncCl
 
 
 async def test_a_minted_link_signs_in_once_as_that_person_and_not_after_it_expires(
-    web: httpx.AsyncClient, settings: Settings
+    web: httpx.AsyncClient, settings: Settings, client: Client
 ) -> None:
     minted = mint(settings, "--as", "U_DANA", "--role", "approver", "--ttl", "15m")
     assert minted.returncode == 0, minted.stderr
@@ -52,6 +52,12 @@ async def test_a_minted_link_signs_in_once_as_that_person_and_not_after_it_expir
     web.cookies.clear()
     again = await web.get(link)
     assert again.status_code == 401 and "already used, has expired" in again.text
+    # A restarted server (or another replica) remembers the link's use through Postgres.
+    restarted = create_app(settings, client)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=restarted), base_url="http://dash.test"
+    ) as other:
+        assert (await other.get(link)).status_code == 401
 
     short = mint(settings, "--as", "U_EVE", "--ttl", "1s")  # a viewer unless told otherwise
     assert short.returncode == 0, short.stderr
