@@ -37,13 +37,19 @@ class HumanWaits:
         self.meter = meter
         self.conversation = conversation
         self.cancellation = cancellation
+        # Slack messages the model streamed the answer into: the next post edits them.
+        self.streamed: list[str] = []
 
-    async def post(self, text: str, status: TaskStatus) -> None:
+    async def post(self, text: str, status: TaskStatus, *, answer: bool = True) -> None:
+        """Post in the task's thread; an `answer` takes the place of what was streamed of it."""
         if self.inp.parent is not None:
             return  # a subagent's answer goes to its parent, as the tool result
+        streamed: list[str] = []
+        if answer:
+            streamed, self.streamed = self.streamed, []
         await workflow.execute_activity(
             ActivityName.POST_REPLY,
-            PostReplyInput(self.inp.task_id, self.inp.context, text, status, self.record.step),
+            PostReplyInput(self.inp.task_id, self.inp.context, text, status, self.record.step, streamed),
             **SURFACE_OPTIONS,
         )
 
@@ -73,6 +79,7 @@ class HumanWaits:
             + "\n"
             + hit.next_action.replace("TASK_ID", self.inp.task_id),
             TaskStatus.BUDGET_EXHAUSTED,
+            answer=False,
         )
         extended = await self.wait(
             lambda: self.meter.ceilings != before, self.inp.agent.spec.approvals.ttl_seconds

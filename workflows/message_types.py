@@ -3,7 +3,7 @@ requests) and the audit event: what people and surfaces exchange with a running 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from workflows.task_basics import BudgetUsage, SurfaceContext, TaskStatus
 
@@ -31,6 +31,7 @@ class PostReplyInput:
     text: str
     status: TaskStatus
     step: int
+    streamed: list[str] = field(default_factory=list)  # Slack messages the answer was streamed into
 
 
 @dataclass

@@ -49,6 +49,17 @@ class TranscriptCursor:
 
 
 @dataclass
+class StreamTarget:
+    """Where a model call streams its answer as it is written: a Slack thread, shown to the
+    person who asked (Slack needs the recipient outside DMs; no team: the bot's own)."""
+
+    channel: str
+    thread_ts: str
+    recipient_user: str
+    recipient_team: str | None = None
+
+
+@dataclass
 class BudgetGrant:
     """What one model call may spend, decided by the workflow just before it."""
 
@@ -93,6 +104,7 @@ class ModelCallInput(BaseModel):
     run_first: FoldedTools | None = None  # tool calls whose results precede the new messages
     fold: list[FoldedToolCall] | None = None  # the same, acting where the task's row says
     context_window: int | None = None  # the agent's model_policy.context_window, when it sets one
+    stream: StreamTarget | None = None  # stream the answer's text there while it is written
     _stored: TaskConstants | None = PrivateAttr(default=None)
 
     def __init__(self, *args: Any, **data: Any) -> None:
@@ -261,3 +273,4 @@ class ModelCallResult:
     refused_reason: str | None = None  # set when the budget could not cover the call
     refused_resumable: bool = True  # False: an extension of the task's budget cannot help
     tool_results: list[ToolCallResult] = field(default_factory=list)  # of run_first, in order
+    streamed_ts: str | None = None  # the Slack message the answer was streamed into, if any

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
         FoldedTools,
         ModelCallInput,
         ModelCallResult,
+        StreamTarget,
         TaskInput,
         TaskStatus,
     )
@@ -44,6 +45,7 @@ NO_STEPS_LEFT = (
 WRAP_UP = "You are close to your step limit: wrap up and answer now."
 STEP, FINAL, SUMMARY = "step", "final", "summary"
 TASK_CONSTANTS = "task-constants"  # workflow.patched id
+STREAM_ANSWERS = "stream-answers"  # workflow.patched id
 
 
 class ModelCaller:
@@ -179,6 +181,7 @@ class ModelCaller:
             "step": self.record.step,
             "cursor": self.conversation.cursor(),
             "purpose": purpose,
+            "stream": self._stream_target(purpose),
         }
         stored = self.stored
         if stored is None:  # a run from before the constants were stored: the input carries them
@@ -210,6 +213,16 @@ class ModelCaller:
             fold=run_first.calls if run_first is not None and acts_as_stored else None,
         )
 
+    def _stream_target(self, purpose: str) -> StreamTarget | None:
+        """Where a Slack task's answer streams while it is written: any call that may be the
+        answer (a step answers when it calls no tools), never a summary or a subagent's."""
+        context = self.inp.context
+        if purpose == SUMMARY or self.inp.parent is not None or context.surface != "slack":
+            return None
+        if context.thread is None or not workflow.patched(STREAM_ANSWERS):
+            return None
+        return StreamTarget(context.channel, context.thread, context.user)
+
     async def _execute(self, purpose: str, tool_names: list[str]) -> ModelCallResult:
         run_first = self.tools.folded_input()
         inp = self._input(purpose, tool_names, run_first)
@@ -221,6 +234,8 @@ class ModelCaller:
         except ActivityError as err:
             raise TaskStop(TaskStatus.ERROR, f"the model call failed: {failure_reason(err)}") from None
         self.conversation.stored(result, len(cursor.new_messages))
+        if result.streamed_ts:
+            self.waits.streamed.append(result.streamed_ts)
         if run_first:
             self.tools.folded_ran(run_first, result.tool_results)
         return result

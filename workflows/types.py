@@ -34,6 +34,7 @@ from workflows.model_call_types import (
     ModelCallInput,
     ModelCallResult,
     ModelUsage,
+    StreamTarget,
     TranscriptCursor,
     TranscriptView,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "ToolCallInput",
     "ToolCallResult",
     "TranscriptCursor",
+    "StreamTarget",
     "TranscriptView",
     "UserMessage",
     "WORKFLOW_NAME",
@@ -120,6 +122,8 @@ class SkillRef:
     version: int
     sha256: str
     description: str
+    # Its `allowed-tools`: once loaded, the task offers only these of its tools (never more).
+    allowed_tools: tuple[str, ...] = ()
 
 
 @dataclass

@@ -19,6 +19,7 @@ from activities.llm import offline as offline_model
 from activities.llm.budget_hold import budget_hold
 from activities.llm.compaction import estimate_tokens
 from activities.llm.providers import ProviderCall, call_provider, price_per_token
+from activities.llm.streamed import AnswerSink, call_provider_streaming, stream_offline
 from workflows.budget import MIN_USEFUL_MAX_TOKENS
 from workflows.errors import ErrorType
 from workflows.types import ModelCallInput, ModelCallResult, ModelUsage
@@ -28,12 +29,16 @@ DEFAULT_CONTEXT_WINDOW = 128_000
 
 
 async def ask_with_fallbacks(
-    inp: ModelCallInput, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    inp: ModelCallInput,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    sink: AnswerSink | None = None,
 ) -> ModelCallResult:
     """Try the policy's models in order; a model that cannot serve (auth, not found, outage,
     a window too small) hands over to the next, and one without a key or whose provider
     rejected its key lately is not asked at all (`health`). If all fail, the first retryable
-    error decides the retry."""
+    error decides the retry. With a `sink`, the answer's text streams there as it is
+    written; what a failed model streamed is taken back before the next one answers."""
     failures: list[ApplicationError] = []
     for model in inp.route:
         skipped = health.unavailable(model)
@@ -41,8 +46,10 @@ async def ask_with_fallbacks(
             failures.append(skipped)
             continue
         try:
-            return await ask(inp, model, messages, tools)
+            return await ask(inp, model, messages, tools, sink)
         except ApplicationError as err:
+            if sink is not None:
+                await sink.discard()
             if err.type == "BudgetRefused":
                 raise
             health.observe(model, err)
@@ -59,13 +66,19 @@ async def ask_with_fallbacks(
 
 
 async def ask(
-    inp: ModelCallInput, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    inp: ModelCallInput,
+    model: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    sink: AnswerSink | None = None,
 ) -> ModelCallResult:
     grant = inp.budget
     if model.startswith("offline/"):
         prompt_tokens = estimate_tokens(messages)
         check_fits(inp, model, prompt_tokens)
         reply = offline_model.respond(messages, inp.offered_tools)
+        if sink is not None and not reply.tool_calls:
+            await stream_offline(reply.text, sink)
         completion_tokens = estimate_tokens([{"content": reply.text, "tool_calls": reply.tool_calls}])
         return ModelCallResult(
             text=reply.text,
@@ -99,9 +112,8 @@ async def ask(
     async with budget_hold(inp, model, prompt_tokens, max_tokens, prices) as hold:
         if hold.refused is not None:
             return refused(model, hold.refused, resumable=False)
-        result = await call_provider(
-            ProviderCall(model, messages, tools, hold.max_tokens, inp.timeout_seconds, prompt_tokens)
-        )
+        call = ProviderCall(model, messages, tools, hold.max_tokens, inp.timeout_seconds, prompt_tokens)
+        result = await (call_provider(call) if sink is None else call_provider_streaming(call, sink))
         hold.charge(result.usage.cost_usd)
     return result
 

@@ -6,7 +6,10 @@
 - `ask` — the policy's models in order, max_tokens clamped to the task's budget, the
   context-window check, the offline stand-in.
 - `budget_hold` — reserve, settle or release on the agent's monthly budget.
-- `providers` — the bare LiteLLM call and its error classification.
+- `providers` — the bare LiteLLM call and its error classification (`streamed`: the same
+  call with the answer's text handed on as it is written).
+- `activities.slack.streaming` — where a Slack task's answer streams while it is written
+  (the workflow names the thread in `inp.stream`), and what the thread shows meanwhile.
 
 One activity does the whole step's bookkeeping, so a step costs one remote round trip for
 the model, not one per write. Only Temporal retries: LiteLLM's own retries are off.
@@ -23,8 +26,11 @@ from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 
 from activities.llm.ask import ask_with_fallbacks
+from activities.llm.streamed import AnswerSink
 from activities.llm.transcript_step import PreparedCall, prepare_call, record_answer
 from activities.runtime import runtime
+from activities.slack import status as slack_status
+from activities.slack import streaming
 from activities.store import task_tools
 from activities.tools.catalog import NATIVE_TOOLS, model_tools
 from workflows.tool_catalog import model_tool_name
@@ -37,13 +43,29 @@ HEARTBEAT_EVERY_SECONDS = 10.0
 
 @activity.defn(name=ActivityName.CALL_MODEL)
 async def call_model(inp: ModelCallInput) -> ModelCallResult:
-    pool = await runtime().pool()
+    rt = runtime()
+    pool = await rt.pool()
+    shown = _show_step(inp)
     prepared = await prepare_call(pool, inp)
     if prepared.cached is not None:
+        if inp.stream is not None:  # an earlier attempt streamed it: the closing reply edits that
+            prepared.cached.streamed_ts = await streaming.streamed_before(pool, inp.task_id, inp.step)
         return prepared.cached
+    sink = await streaming.answer_stream(rt.settings, pool, inp, prepared.messages, activity.info().attempt)
     async with _heartbeating():
         tools = await _offered_tools(pool, inp)
-        result = await ask_with_fallbacks(inp, prepared.messages, tools)
+        try:
+            result = await ask_with_fallbacks(inp, prepared.messages, tools, sink)
+        except Exception:
+            await _take_back(sink)
+            raise
+    if sink is not None:
+        if result.tool_calls or result.finish_reason == "budget":
+            await sink.discard()
+        else:
+            result.streamed_ts = await sink.finish()
+    if shown is not None:
+        await shown
     result.tool_results = prepared.tool_results
     if result.finish_reason == "budget":
         # Nothing was asked: store no answer (nor a summary instruction), so the call that
@@ -53,6 +75,20 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
     await record_answer(pool, inp, result, prepared.answer_seq)
     result.transcript_upto = prepared.answer_seq
     return result
+
+
+def _show_step(inp: ModelCallInput) -> asyncio.Task[None] | None:
+    """Say in the thread what this call does first (the read-only tools it runs), alongside."""
+    if inp.stream is None or not inp.folded_calls:
+        return None
+    note = ", ".join(dict.fromkeys(slack_status.doing(call.tool) for call in inp.folded_calls))
+    return asyncio.create_task(streaming.show_step(runtime().settings, inp.task_id, inp.stream, note))
+
+
+async def _take_back(sink: AnswerSink | None) -> None:
+    if sink is not None:
+        with contextlib.suppress(Exception):  # the retry removes it otherwise
+            await sink.discard()
 
 
 def model_tool_schemas(names: list[str]) -> list[dict[str, Any]]:

@@ -76,6 +76,18 @@ async def call_provider(call: ProviderCall) -> ModelCallResult:
     import litellm
 
     quiet_litellm()
+    kwargs = completion_kwargs(call)
+    try:
+        response = await litellm.acompletion(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - classified below
+        # `from None`: the cause chain goes into workflow history, and some providers echo
+        # the request (with its key) in their error text.
+        raise classify_error(call.model, exc) from None
+    return result_of(call, response)
+
+
+def completion_kwargs(call: ProviderCall) -> dict[str, Any]:
+    """LiteLLM's arguments for `call`: its own retries off, the API base when one is set."""
     kwargs: dict[str, Any] = {
         "model": call.model,
         "messages": call.messages,
@@ -88,12 +100,11 @@ async def call_provider(call: ProviderCall) -> ModelCallResult:
         kwargs["tools"] = call.tools
     if os.environ.get(API_BASE_ENV):
         kwargs["api_base"] = os.environ[API_BASE_ENV]
-    try:
-        response = await litellm.acompletion(**kwargs)
-    except Exception as exc:  # noqa: BLE001 - classified below
-        # `from None`: the cause chain goes into workflow history, and some providers echo
-        # the request (with its key) in their error text.
-        raise classify_error(call.model, exc) from None
+    return kwargs
+
+
+def result_of(call: ProviderCall, response: Any) -> ModelCallResult:
+    """The workflow's view of a provider's answer: text, tool calls, usage and its cost."""
     choice = response.choices[0]
     message = choice.message
     tool_calls = [

@@ -15,7 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from activities.runtime import Runtime
-from activities.slack import blocks
+from activities.slack import blocks, status
 from activities.slack.client import (
     SlackNotConfigured,
     activity_error,
@@ -129,14 +129,16 @@ async def update_progress(
     thread: str | None,
     messages: list[dict[str, Any]],
     task_id: str,
-    status: TaskStatus,
+    task_status: TaskStatus,
     note: str = "",
 ) -> None:
     """Edit the progress message in `thread`; while the task goes on, post it again if it
     was deleted. A finished task's answer says enough, and so does one in the channel (its
     thread is gone)."""
     progress = find_posted(messages, PROGRESS_EVENT, task_id=task_id)
-    text = blocks.progress_text(task_id, status, note)
+    text = blocks.progress_text(task_id, task_status, note)
+    # A Stop button while the task runs (`activities.slack.status`); none once it ended.
+    shown = status.progress_blocks(text, task_id, running=not task_status.finished)
     if progress is not None:
         if progress.get("text") == text:
             return
@@ -145,12 +147,20 @@ async def update_progress(
                 channel=context.channel,
                 ts=progress["ts"],
                 text=text,
+                blocks=shown,
                 metadata=metadata(PROGRESS_EVENT, task_id=task_id),
             )
             return
         except SlackApiError as exc:
             if not gone(exc):
                 raise
-    if thread is None or status.finished:
+    if thread is None or task_status.finished:
         return
-    await post(client, context.channel, thread, text=text, metadata=metadata(PROGRESS_EVENT, task_id=task_id))
+    await post(
+        client,
+        context.channel,
+        thread,
+        text=text,
+        blocks=shown,
+        metadata=metadata(PROGRESS_EVENT, task_id=task_id),
+    )

@@ -25,7 +25,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from activities.runtime import Runtime
-from activities.slack import blocks
+from activities.slack import blocks, status, streaming
 from activities.slack.client import activity_error, error_code, find_posted, is_retryable, metadata
 from activities.slack.posting import (
     APPROVAL_EVENT,
@@ -77,13 +77,17 @@ async def task_started(inp: PostReplyInput, rt: Runtime) -> None:
     context = inp.context
     try:
         await react(client, context, add=WORKING)
+        if await status.set_status(client, context, status.WORKING_STATUS):
+            return  # an assistant thread shows the status; no progress message needed
         thread, messages = await where(client, context)
         if thread is not None and find_posted(messages, PROGRESS_EVENT, task_id=inp.task_id) is None:
+            text = blocks.progress_text(inp.task_id)
             await post(
                 client,
                 context.channel,
                 thread,
-                text=blocks.progress_text(inp.task_id),
+                text=text,
+                blocks=status.progress_blocks(text, inp.task_id, running=True),
                 metadata=metadata(PROGRESS_EVENT, task_id=inp.task_id),
             )
     except SlackApiError as exc:
@@ -110,6 +114,11 @@ async def post_reply(inp: PostReplyInput, rt: Runtime) -> None:
         for index, part in enumerate(parts):
             if find_posted(messages, REPLY_EVENT, task_id=inp.task_id, key=key, part=index):
                 continue  # posted by an earlier attempt
+            tagged = metadata(REPLY_EVENT, task_id=inp.task_id, key=key, part=index)
+            if index == 0 and await streaming.replace_streamed(
+                client, context.channel, inp.streamed, part, tagged
+            ):
+                continue  # the streamed answer now reads as the final text
             _, thread = await post(
                 client,
                 context.channel,
@@ -118,6 +127,8 @@ async def post_reply(inp: PostReplyInput, rt: Runtime) -> None:
                 metadata=metadata(REPLY_EVENT, task_id=inp.task_id, key=key, part=index),
             )
         await update_progress(client, context, thread, messages, inp.task_id, inp.status)
+        if inp.status.finished or inp.status == TaskStatus.WAITING_USER:
+            await status.set_status(client, context, "")  # the answer is out: clear the status
         if inp.status == TaskStatus.BUDGET_EXHAUSTED:
             await react(client, context, add=PAUSED, remove=(WORKING,))
         elif inp.status.finished:

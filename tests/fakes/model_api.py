@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.fakes.model_stream import StreamPlan, send_stream
+
 PATHS = ("/v1/chat/completions", "/chat/completions")
 
 _ERRORS: dict[int, tuple[str, str]] = {
@@ -62,6 +64,7 @@ class Scripted:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds to wait before answering
     model: str | None = None  # only answer requests for this model (as sent, e.g. "gpt-4o")
+    stream: StreamPlan | None = None  # how to stream it when the request asks (default pieces)
 
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str) -> dict[str, Any]:
@@ -78,6 +81,7 @@ class FakeModelAPI:
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.streamed_at: list[list[float]] = []  # per streamed answer: when each piece left
 
     # Lifecycle ---------------------------------------------------------------------------
 
@@ -149,7 +153,10 @@ class FakeModelAPI:
         entry = self._next(recorded.model)
         if entry.status != 200:
             return entry.status, entry.headers, self._error(entry, recorded), entry.delay
-        return 200, entry.headers, self._completion(entry, recorded), entry.delay
+        completion = self._completion(entry, recorded)
+        if entry.stream is not None:
+            completion["_stream"] = entry.stream
+        return 200, entry.headers, completion, entry.delay
 
     def _error(self, entry: Scripted, recorded: Recorded) -> dict[str, Any]:
         kind, code = _ERRORS.get(entry.status, ("server_error", "error"))
@@ -228,6 +235,11 @@ def _handler_for(api: FakeModelAPI) -> type[BaseHTTPRequestHandler]:
             status, extra, payload, delay = api.respond(Recorded(path, headers, body))
             if delay:
                 time.sleep(delay)
+            plan = payload.pop("_stream", None)
+            if status == 200 and body.get("stream"):
+                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                api.streamed_at.append(send_stream(self, payload, plan or StreamPlan(), include_usage))
+                return
             self._send(status, extra, payload)
 
         def _send(self, status: int, headers: dict[str, str], payload: dict[str, Any]) -> None:

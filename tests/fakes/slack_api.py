@@ -27,6 +27,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 
 from tests.fakes.slack_directory import SlackDirectory
+from tests.fakes.slack_streaming import SlackStreaming
 
 BOT_USER = "UOPENLOOP"
 BOT_ID = "BOPENLOOP"
@@ -77,6 +78,7 @@ class FakeSlack:
         self._sockets: list[web.WebSocketResponse] = []
         self._thread: threading.Thread | None = None
         self.port = 0
+        self.streaming = SlackStreaming(self)  # chat.*Stream, assistant.threads.setStatus
         self.directory = SlackDirectory(self)  # views.publish, conversations.info, renames
         self.add_user(BOT_USER, "openloop", "OpenLoop", is_bot=True)
 
@@ -299,7 +301,7 @@ class FakeSlack:
         return web.json_response(body)
 
     def _handle(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
-        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None) or self.streaming.handler(method)
         handler = handler or self.directory.handler(method)
         if handler is None:
             return {"ok": False, "error": "unknown_method"}
