@@ -287,7 +287,8 @@ def test_event_sources_are_read_and_each_wrong_one_named(tmp_path: Path) -> None
     registry = REGISTRY.replace(
         "agents:\n",
         (
-            "  Deploy:\n    fields: {text: str}\n    slack: {message: {channel: C0DEVPLAT, pattern: '^deploy'}}\n"
+            "  Deploy:\n    fields: {text: str}\n"
+            "    slack: {message: {channel: C0DEVPLAT, pattern: '^deploy'}}\n"
             "  Asked:\n    slack: mention\n"
             "  Incident:\n    fields: {title: str}\n    webhook: {hook: sentry, secret_env: SENTRY_SECRET}\n"
         )
