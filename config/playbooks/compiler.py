@@ -92,7 +92,7 @@ def _playbook_folders(root: Path, report: CompileReport) -> list[Path]:
     for stray in sorted(root.glob("*.md")):
         if stray.name.lower() != "readme.md":
             message = f"a step belongs in a playbook's folder: move it to {root / 'NAME' / stray.name}"
-            report.errors.append(ConfigProblem(str(stray), None, "", message))
+            report.errors.append(ConfigProblem(str(stray), 1, "", message))
     return [
         folder
         for folder in sorted(root.iterdir())

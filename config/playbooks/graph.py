@@ -62,8 +62,9 @@ def build_graph(playbook: str, steps: dict[str, StepFile]) -> tuple[Graph, list[
             f"playbook {playbook!r} has no entry step; give exactly one step `on: EventName` "
             'or `on: cron("0 3 * * *")`'
         )
+        first = next(iter(steps.values()), None)  # the place to add `on:`
         problems.append(
-            ConfigProblem(next(iter(steps.values())).source if steps else playbook, None, "on", message)
+            first.doc.problem(("on",), message) if first else ConfigProblem(playbook, None, "on", message)
         )
     for extra in entries[1:]:
         message = (

@@ -121,7 +121,7 @@ def test_two_entry_steps_and_none_are_refused(tmp_path: Path) -> None:
     errors = _errors(
         tmp_path / "none", {"ci/investigate.md": INVESTIGATE.replace("on: CIFailed", "after: propose")}
     )
-    assert any("has no entry step" in e for e in errors)
+    _one(errors, "ci/investigate.md:2: on:", "playbook 'ci' has no entry step; give exactly one step `on:")
 
 
 def test_unknown_events_and_agents_name_the_line_and_the_closest(tmp_path: Path) -> None:
