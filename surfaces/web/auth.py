@@ -201,9 +201,16 @@ def signed_in(request: Request, found: Person) -> RedirectResponse:
         httponly=True,
         samesite="lax",
         path=PREFIX,
-        secure=request.url.scheme == "https",
+        secure=secure_cookies(request),
     )
     return response
+
+
+def secure_cookies(request: Request) -> bool:
+    """HTTPS-only cookies when the dashboard is served over HTTPS, also behind a proxy that
+    ends TLS (OPENLOOP_DASHBOARD_URL says https)."""
+    public = request.app.state.settings.dashboard_url or ""
+    return request.url.scheme == "https" or public.startswith("https://")
 
 
 def person(request: Request) -> Person:

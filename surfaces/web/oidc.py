@@ -31,7 +31,7 @@ from joserfc.errors import JoseError
 from activities.store.agents import list_agents
 from activities.store.db import get_pool
 from config.settings import OidcSettings, Settings
-from surfaces.web.auth import PREFIX, Person, dashboard_base, dashboard_secret, signed_in
+from surfaces.web.auth import PREFIX, Person, dashboard_base, dashboard_secret, secure_cookies, signed_in
 from workflows import policy
 
 FLOW_COOKIE = "openloop_oidc"
@@ -99,7 +99,7 @@ async def start(request: Request) -> Response:
         httponly=True,
         samesite="lax",  # the provider's redirect back is a top-level GET: the cookie comes along
         path=PREFIX,
-        secure=request.url.scheme == "https",
+        secure=secure_cookies(request),
     )
     return response
 

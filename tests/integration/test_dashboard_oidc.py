@@ -234,3 +234,31 @@ async def test_an_approver_signed_in_by_oidc_sees_only_their_agents_approvals(
     assert (await handle.result()).status == TaskStatus.SUCCESS
     ran = [call for call in script.tool_calls if call.tool == "github.create_issue"]
     assert ran and ran[-1].approval is not None and ran[-1].approval.approver == f"carol-{suffix}"
+
+
+async def test_behind_a_public_https_address_the_redirect_uri_and_cookies_follow_it(
+    settings: Settings, client: Client, provider: FakeOidcProvider
+) -> None:
+    oidc = OidcSettings(issuer=provider.issuer, client_id=provider.client_id)
+    public = settings.model_copy(update={"oidc": oidc, "dashboard_url": "https://ops.example.com/dashboard/"})
+    app = create_app(public, client)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://10.0.0.7") as http:
+        start = await http.get(f"{D}/oidc/start")
+    assert start.status_code == 302, start.text
+    sent = httpx.URL(start.headers["location"])
+    assert sent.params["redirect_uri"] == "https://ops.example.com/dashboard/oidc/callback"
+    assert sent.params["client_id"] == provider.client_id and "openid" in sent.params["scope"].split()
+    cookie = start.headers["set-cookie"].lower()
+    assert (
+        "openloop_oidc=" in cookie
+        and "secure" in cookie
+        and "httponly" in cookie
+        and "samesite=lax" in cookie
+    )
+
+    unconfigured = create_app(settings, client)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=unconfigured), base_url="http://dash.test"
+    ) as http:
+        assert (await http.get(f"{D}/oidc/start")).status_code == 404
+        assert "Sign in with" not in (await http.get(f"{D}/login")).text
