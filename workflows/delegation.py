@@ -29,6 +29,7 @@ with workflow.unsafe.imports_passed_through():
     from config.agent import AgentConfig
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait, TeammateLookup, TeammateStart
+    from workflows.tool_catalog import ToolSet
     from workflows.types import ActivityName, BudgetUsage, TaskInput, TaskResult, ToolCallResult
 
 from workflows.task_record import TaskRecord
@@ -39,8 +40,11 @@ CHILD_WAITS = "child-approval-waits"  # workflow.patched id: a child tells its p
 
 
 class Delegation:
-    def __init__(self, inp: TaskInput, record: TaskRecord, meter: UsageMeter) -> None:
+    def __init__(
+        self, inp: TaskInput, record: TaskRecord, meter: UsageMeter, tools: ToolSet | None = None
+    ) -> None:
         self.inp = inp
+        self.tools = tools  # what the task offers now (a loaded skill may have narrowed it)
         self.record = record
         self.meter = meter
         self.labels: dict[str, str] = {}  # child id -> "subagent" or "teammate <name>"
@@ -172,7 +176,8 @@ class Delegation:
 
     def _child_input(self, key: str, arguments: dict[str, object], usd: float, tokens: int) -> TaskInput:
         asked = arguments.get("tools")
-        parent_tools = [spec for spec in (self.inp.tools or []) if spec.source != "delegate"]
+        offered = self.tools.specs if self.tools is not None else (self.inp.tools or [])
+        parent_tools = [spec for spec in offered if spec.source != "delegate"]
         if isinstance(asked, list):
             parent_tools = [spec for spec in parent_tools if spec.name in asked]
         agent = carved_agent(self.inp.agent, usd, max(tokens, 1))

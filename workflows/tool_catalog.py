@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -136,3 +137,11 @@ class ToolSet:
     @property
     def names(self) -> list[str]:
         return [spec.name for spec in self.specs]
+
+    def narrow(self, allowed: Collection[str], keep_sources: Collection[str]) -> list[str]:
+        """Keep only the tools `allowed` names (and those of `keep_sources`): never adds one.
+        Returns the names taken away."""
+        removed = [s.name for s in self.specs if s.name not in allowed and s.source not in keep_sources]
+        self.specs = [spec for spec in self.specs if spec.name not in removed]
+        self._by_name = {spec.name: spec for spec in self.specs}
+        return removed

@@ -75,7 +75,7 @@ class ToolRunner:
         self.folded = folded  # calls waiting to run inside the next model call
         self.memory = workspace.memory
         self.workspace = workspace
-        self.dispatch = WorkflowTools(inp, tools, record, Delegation(inp, record, meter), workspace)
+        self.dispatch = WorkflowTools(inp, tools, record, Delegation(inp, record, meter, tools), workspace)
 
     @property
     def names(self) -> list[str]:

@@ -24,6 +24,8 @@ from workflows.delegation import Delegation
 from workflows.task_record import TaskRecord, TaskStop, failure_reason
 from workflows.task_workspace import TaskWorkspace
 
+SKILL_NARROWS = "skill-allowed-tools"  # workflow.patched id: a loaded skill narrows the tools
+
 
 class WorkflowTools:
     def __init__(
@@ -110,6 +112,15 @@ class WorkflowTools:
         result: ToolCallResult = await workflow.execute_local_activity(
             ActivityName.SKILL_LOAD, read, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
         )
+        if result.ok and path is None and skill.allowed_tools and workflow.patched(SKILL_NARROWS):
+            # For the rest of the task (and its later runs and subagents, which start with
+            # these specs) the model is offered only the tools the skill allows that it had.
+            removed = self.tools.narrow(skill.allowed_tools, keep_sources=("skill",))
+            if removed:
+                self.record.decide(
+                    f"skill {name} allows only {', '.join(skill.allowed_tools)}: "
+                    f"no longer offered {', '.join(removed)}"
+                )
         return result
 
     async def call_mcp(self, spec: ToolSpec, tool_input: ToolCallInput) -> ToolCallResult:

@@ -32,7 +32,7 @@ class StoredSkill:
 
     @property
     def pinned(self) -> SkillRef:
-        return SkillRef(self.name, self.version, self.sha256, self.description)
+        return SkillRef(self.name, self.version, self.sha256, self.description, tuple(self.allowed_tools))
 
 
 async def apply_skill(
