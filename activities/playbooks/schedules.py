@@ -50,6 +50,11 @@ class Reconciled:
     deleted: list[str] = field(default_factory=list)
 
 
+def schedule_gone(err: RPCError) -> bool:
+    """The schedule does not exist (a deleted one answers that its workflow completed)."""
+    return err.status == RPCStatusCode.NOT_FOUND or "already completed" in err.message
+
+
 def schedule_id(playbook: str) -> str:
     return f"{SCHEDULE_PREFIX}{playbook}"
 
@@ -85,7 +90,7 @@ async def _current_signature(client: Client, sid: str) -> str | None:
     try:
         described = await client.get_schedule_handle(sid).describe()
     except RPCError as err:
-        if err.status == RPCStatusCode.NOT_FOUND:
+        if schedule_gone(err):
             return None
         raise
     action = described.schedule.action
@@ -136,7 +141,7 @@ async def reconcile_schedules(
         try:
             await client.get_schedule_handle(sid).delete()
         except RPCError as err:
-            if err.status != RPCStatusCode.NOT_FOUND:
+            if not schedule_gone(err):
                 raise
             continue
         done.deleted.append(name)

@@ -45,6 +45,7 @@ COMMAND_MODULES = (
     "surfaces.cli.loops",
     "surfaces.cli.dashboard",
     "surfaces.cli.playbooks",
+    "surfaces.cli.playbook_runs",  # apply, runs, show, schedule: joins the playbooks group
     "surfaces.slack.cli",
 )
 
@@ -75,6 +76,7 @@ CLIENT_COMMANDS = {
     "status",
     "loops",
     "promote",
+    "playbooks",
 }
 
 

@@ -149,6 +149,7 @@ async def test_applying_a_changed_cron_updates_the_schedule_and_removing_the_pla
         removed = await world.apply([])
         with pytest.raises(RPCError):
             await handle.describe()
+        back = await world.apply([playbook(name, on_cron("0 3 * * *"), step)])
         versions = await playbook_rows.latest_playbooks(await world.pool(), with_retired=True)
 
     assert (first.schedules.created, again.schedules.unchanged) == ([name], [name])
@@ -165,7 +166,8 @@ async def test_applying_a_changed_cron_updates_the_schedule_and_removing_the_pla
     assert described.schedule.state.paused and described.schedule.state.note == "held by an operator"
     assert isinstance(described.schedule.action, ScheduleActionStartWorkflow)
     assert removed.schedules.deleted == [name] and removed.stored.retired == [name]
-    assert name not in {p.name for p in versions} or all(p.version == 2 for p in versions if p.name == name)
+    assert back.schedules.created == [name] and back.stored.created == [f"{name} v3"]
+    assert [p.version for p in versions if p.name == name] == [3]
 
 
 async def test_an_emitted_event_starts_the_playbook_listening_for_it(
