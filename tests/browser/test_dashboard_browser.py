@@ -1,8 +1,8 @@
 """The dashboard as an operator uses it, in a real headless Chromium (Debian's package, never a
 downloaded browser) driven by Playwright, against the whole stack `openloop up` starts:
 sign in with the link `up` printed, see a task waiting for approval, approve it from the
-inbox, watch it finish on its page (server-sent events), and look at the spend page.
-Screenshots go to the test's tmp dir.
+inbox, watch it finish on its page (server-sent events), and look at the spend and loops
+pages; and sign in through an OpenID Connect provider. Screenshots go to the test's tmp dir.
 """
 
 from __future__ import annotations
@@ -96,6 +96,49 @@ def test_sign_in_approve_from_the_inbox_watch_it_finish_and_see_spend(
             expect(page.locator("svg.chart")).to_be_visible()
             expect(page.locator("main")).to_contain_text("helper")
             page.screenshot(path=str(tmp_path / "spend.png"), full_page=True)
+
+            page.goto(f"{base}/loops")
+            expect(page.get_by_role("heading", name="Loops")).to_be_visible()
+            page.screenshot(path=str(tmp_path / "loops.png"), full_page=True)
             browser.close()
     finally:
         assert stop(process) == 0
+
+
+def test_sign_in_with_an_openid_connect_provider(
+    stack_env: dict[str, str],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The sign-in page's button, through a provider on 127.0.0.1 and back, as an admin."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.fakes.oidc_provider import FakeOidcProvider
+
+    provider = FakeOidcProvider().start()
+    provider.person = {"sub": "ops-1", "https://slack.com/user_id": "U_OPS"}
+    env = {
+        **stack_env,
+        "OPENLOOP_OIDC_ISSUER": provider.issuer,
+        "OPENLOOP_OIDC_CLIENT_ID": provider.client_id,
+        "OPENLOOP_OIDC_CLIENT_SECRET": provider.client_secret,
+        "OPENLOOP_OIDC_NAME": "Test IdP",
+        "OPENLOOP_OIDC_ADMINS": "U_OPS",
+    }
+    process = start_up(env, tmp_path / "up.log")
+    try:
+        base = f"http://{env['OPENLOOP_HTTP_ADDRESS']}/dashboard"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+            page = browser.new_page()
+            page.goto(f"{base}/tasks")  # signed out: the sign-in page
+            expect(page.get_by_role("heading", name="Sign in")).to_be_visible(timeout=WAIT_MS)
+            page.screenshot(path=str(tmp_path / "sign-in.png"), full_page=True)
+            page.get_by_role("link", name="Sign in with Test IdP").click()
+            expect(page.get_by_role("heading", name="Tasks")).to_be_visible(timeout=WAIT_MS)
+            expect(page.get_by_text("U_OPS (admin)")).to_be_visible()
+            page.screenshot(path=str(tmp_path / "signed-in-oidc.png"), full_page=True)
+            browser.close()
+        assert provider.token_requests and provider.token_requests[-1]["code_verifier"]
+    finally:
+        assert stop(process) == 0
+        provider.stop()
