@@ -23,8 +23,15 @@ class TriggerPolicy(Strict):
 
 
 class SlackSurface(Strict):
-    channels: list[str] = Field(min_length=1, description="Slack channel ids, e.g. C0123ABCD")
+    channels: list[str] = Field(
+        min_length=1, description="Slack channel ids (C0123ABCD) or names (#dev-platform), resolved at apply"
+    )
     triggers: TriggerPolicy = TriggerPolicy()
+    # What the Slack app offers (`openloop slack manifest` asks for the scopes and events):
+    app_home: bool = Field(default=True, description="The Home tab: your tasks, approvals, spend")
+    assistant: bool = Field(
+        default=False, description="Answer in Slack's assistant threads (the agent's DMs and split view)"
+    )
 
 
 class GitHubCIWatch(Strict):

@@ -1,4 +1,5 @@
-"""`openloop slack socket`: Slack over Socket Mode, for local use without a public URL.
+"""`openloop slack socket`: Slack over Socket Mode, for local use without a public URL; and
+`openloop slack manifest`: the Slack app manifest the agents need (`surfaces.slack.manifest`).
 
 slack-sdk's Socket Mode client holds the websocket (SLACK_APP_TOKEN). Events go the way of
 the HTTP endpoint: recorded in the Slack inbox, acknowledged, then started or signalled by
@@ -10,10 +11,15 @@ it again.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+from enum import StrEnum
 from functools import partial
+from pathlib import Path
+from typing import Annotated
 
 import typer
+import yaml
 from psycopg_pool import AsyncConnectionPool
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
@@ -22,9 +28,11 @@ from temporalio.client import Client
 
 from activities.slack.client import bot_client
 from activities.store.db import get_pool
+from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher
+from surfaces.slack.manifest import manifest as app_manifest
 from surfaces.slack.outcome import Outcome
 
 log = logging.getLogger("openloop.slack")
@@ -34,6 +42,69 @@ slack_app = typer.Typer(help="Slack surface commands.", no_args_is_help=True)
 
 def register(app: typer.Typer) -> None:
     app.add_typer(slack_app, name="slack")
+
+
+class ManifestFormat(StrEnum):
+    YAML = "yaml"
+    JSON = "json"
+
+
+@slack_app.command("manifest")
+def manifest(
+    files: Annotated[
+        list[Path] | None,
+        typer.Option("--file", "-f", help="Agent files to read (default: the applied agents)."),
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="The surfaces' public base URL, for the Events API's request URLs."),
+    ] = None,
+    socket_mode: Annotated[
+        bool | None,
+        typer.Option("--socket-mode/--events-api", help="Default: Socket Mode when SLACK_APP_TOKEN is set."),
+    ] = None,
+    name: Annotated[str, typer.Option("--name", help="The app's name in Slack.")] = "OpenLoop",
+    output: Annotated[ManifestFormat, typer.Option("--output", "-o")] = ManifestFormat.YAML,
+) -> None:
+    """Print the Slack app manifest with exactly the scopes and events the agents need.
+
+    Paste it at api.slack.com/apps → Create New App → From a manifest."""
+    settings = Settings.from_env()
+    agents = _agents_from(files) if files else _applied_agents()
+    socket = socket_mode if socket_mode is not None else settings.slack_app_token is not None
+    if not socket and url is None:
+        typer.echo(
+            "note: no --url given; replace https://openloop.example.com with your surfaces' URL", err=True
+        )
+    document = app_manifest(agents, name=name, socket_mode=socket, base_url=url)
+    if output is ManifestFormat.JSON:
+        typer.echo(json.dumps(document, indent=2))
+    else:
+        typer.echo(yaml.safe_dump(document, sort_keys=False).rstrip("\n"))
+
+
+def _agents_from(files: list[Path]) -> list[AgentConfig]:
+    """The agents in these files (folders: their YAML files); problems go to stderr."""
+    from activities.tools.catalog import tool_permissions
+    from config.loader import AgentConfigError, load_agent_documents
+
+    paths = [p for f in files for p in (sorted(f.glob("*.y*ml")) if f.is_dir() else [f])]
+    agents: list[AgentConfig] = []
+    for path in paths:
+        try:
+            agents += load_agent_documents(path, tools=tool_permissions())
+        except AgentConfigError as exc:
+            for problem in exc.problems:
+                typer.echo(f"error: {problem}", err=True)
+            raise typer.Exit(1) from None
+    return agents
+
+
+def _applied_agents() -> list[AgentConfig]:
+    from activities.store.agents import list_agents
+    from surfaces.cli.agents_db import with_database
+
+    return [stored.config for stored in with_database(list_agents)]
 
 
 @slack_app.command("socket")
