@@ -26,6 +26,7 @@ from temporalio.worker import Interceptor, Replayer
 
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.playbook_run import PlaybookRunWorkflow
 from workflows.repair_loop import RepairLoopWorkflow
 from workflows.types import WORKFLOW_NAME
 
@@ -54,8 +55,8 @@ _COMMAND_EVENTS = {
     EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
 }
 
-# The workflows whose histories replay: agent tasks and repair loops.
-REPLAYED: tuple[type, ...] = (AgentTaskWorkflow, RepairLoopWorkflow)
+# The workflows whose histories replay: agent tasks, repair loops and playbook runs.
+REPLAYED: tuple[type, ...] = (AgentTaskWorkflow, RepairLoopWorkflow, PlaybookRunWorkflow)
 
 
 async def fetch_history(client: Client, task_id: str, run_id: str | None = None) -> WorkflowHistory:

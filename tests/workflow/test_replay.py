@@ -31,7 +31,7 @@ from workflows.types import (
 )
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
-TASK_HISTORIES = [path for path in HISTORIES if not path.stem.startswith("loop_")]
+TASK_HISTORIES = [path for path in HISTORIES if not path.stem.startswith(("loop_", "playbook_"))]
 SHORT = timedelta(seconds=30)
 
 
@@ -112,6 +112,7 @@ def test_the_representative_histories_are_committed() -> None:
     assert {"plain_answer", "tool_call", "approval_approved", "approval_expired", "budget_exhausted"} <= names
     assert {"loop_repaired", "loop_stalled"} <= names
     assert {"coding_pull_request", "loop_agent_fixer"} <= names
+    assert "playbook_run" in names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
