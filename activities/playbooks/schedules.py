@@ -85,7 +85,7 @@ def playbook_schedule(
     )
 
 
-async def _current_signature(client: Client, sid: str) -> str | None:
+async def current_signature(client: Client, sid: str) -> str | None:
     """The signature of the schedule `sid` on the server; "" if it has none, None if absent."""
     try:
         described = await client.get_schedule_handle(sid).describe()
@@ -117,7 +117,7 @@ async def reconcile_schedules(
     for name, playbook in sorted(wanted.items()):
         sid = schedule_id(name)
         schedule = playbook_schedule(playbook, task_queue, overlap)
-        current = await _current_signature(client, sid)
+        current = await current_signature(client, sid)
         if current is None:
             await client.create_schedule(sid, schedule)
             done.created.append(name)

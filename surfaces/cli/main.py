@@ -46,6 +46,7 @@ COMMAND_MODULES = (
     "surfaces.cli.dashboard",
     "surfaces.cli.playbooks",
     "surfaces.cli.playbook_runs",  # apply, runs, show, schedule: joins the playbooks group
+    "surfaces.cli.doctor",
     "surfaces.slack.cli",
 )
 
