@@ -1,5 +1,5 @@
 """The agent-runtime benches: `python -m bench all`, or one of orchestration, history,
-tokens, throughput, parked, mcp, loops; `python -m bench report` redraws the tables from the
+tokens, throughput, parked, mcp, loops, fanout; `python -m bench report` redraws the tables from the
 last JSON results.
 
 Sizes: the default run takes about 22 minutes on 2 cores (1,000 tasks at once in the
@@ -22,7 +22,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bench import history, loops, mcp, orchestration, parked, throughput, tokens
+from bench import fanout, history, loops, mcp, orchestration, parked, throughput, tokens
 from bench.common import RESULTS_DIR, embedded_stack, log, serve_worker, write_result
 
 BENCHES: dict[str, ModuleType] = {
@@ -33,6 +33,7 @@ BENCHES: dict[str, ModuleType] = {
     "parked": parked,
     "mcp": mcp,
     "loops": loops,
+    "fanout": fanout,
 }
 RESULTS_MD = Path(__file__).parent / "RESULTS.md"
 BEGIN, END = "<!-- generated: begin -->", "<!-- generated: end -->"
@@ -388,6 +389,32 @@ def _loops(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
     )
 
 
+def _fanout(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
+    wall, ratio, events, sizes = r["wall_s"], r["wall_over_one"], r["history_events"], r["sizes"]
+    one = wall[min(wall, key=int)]["median"]
+    rows = [
+        [
+            f"4 subagents / one ({sizes['steps']}-step subagents, {sizes['model_ms']:g} ms a model call)",
+            f"{wall.get('4', {}).get('median', '?')} / {one} s: {ratio.get('4', '?')}x; "
+            f"16: {ratio.get('16', '?')}x ({r['max_parallel']} at a time)",
+            "<= 1.5x",
+            verdict(r["targets"]["four_within_1.5x_one"]),
+        ],
+        [
+            "history events per delegation",
+            f"{events['parent_per_delegation']} in the parent's, "
+            f"{events['subagent_median']} in the subagent's own",
+            "(report)",
+            "",
+        ],
+    ]
+    detail = table(
+        ["subagents", "wall median (s)", "/ one", "runs (s)", "parent's events"],
+        [[n, v["median"], ratio[n], v["runs"], events["parent"][n]] for n, v in wall.items()],
+    )
+    return rows, detail
+
+
 RENDER = {
     "orchestration": _orchestration,
     "throughput": _throughput,
@@ -396,6 +423,7 @@ RENDER = {
     "tokens": _tokens,
     "mcp": _mcp,
     "loops": _loops,
+    "fanout": _fanout,
 }
 TITLES = {
     "orchestration": "1. Orchestration overhead per step",
@@ -405,6 +433,7 @@ TITLES = {
     "tokens": "5. Token efficiency",
     "mcp": "7. MCP tools",
     "loops": "8. Repair loops",
+    "fanout": "9. Fan-out to subagents",
 }
 
 
@@ -412,7 +441,7 @@ def render(out: Path) -> str:
     results = {n: json.loads((out / f"{n}.json").read_text()) for n in RENDER if (out / f"{n}.json").exists()}
     summary: list[list[Any]] = []
     sections = []
-    for name in ("orchestration", "throughput", "parked", "history", "tokens", "mcp", "loops"):
+    for name in ("orchestration", "throughput", "parked", "history", "tokens", "mcp", "loops", "fanout"):
         if name not in results:
             continue
         r = results[name]
