@@ -22,6 +22,10 @@ from workflows.conversation import Conversation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop
 from workflows.usage_meter import UsageMeter
 
+SAY_WHAT_WAS_DONE = "say-what-was-done"  # workflow.patched id
+ASK_ONCE = "ask-once"  # workflow.patched id
+MAX_DONE_LINES = 10
+
 
 class HumanWaits:
     def __init__(
@@ -39,6 +43,7 @@ class HumanWaits:
         self.cancellation = cancellation
         # Slack messages the model streamed the answer into: the next post edits them.
         self.streamed: list[str] = []
+        self.asked = ""  # the question posted last, which nobody answered yet
 
     async def post(self, text: str, status: TaskStatus, *, answer: bool = True) -> None:
         """Post in the task's thread; an `answer` takes the place of what was streamed of it."""
@@ -47,11 +52,24 @@ class HumanWaits:
         streamed: list[str] = []
         if answer:
             streamed, self.streamed = self.streamed, []
+        if answer and self.asked and text.startswith(self.asked) and workflow.patched(ASK_ONCE):
+            text = text[len(self.asked) :].strip()  # an unanswered question is not asked again
+        if status == TaskStatus.CANCELLED and workflow.patched(SAY_WHAT_WAS_DONE):
+            text = f"{text}\n\n{self.done_so_far()}"
         await workflow.execute_activity(
             ActivityName.POST_REPLY,
             PostReplyInput(self.inp.task_id, self.inp.context, text, status, self.record.step, streamed),
             **SURFACE_OPTIONS,
         )
+
+    def done_so_far(self) -> str:
+        """What a stopped task did before it stopped, from its record (tools and approvals)."""
+        done = [f"• {s.summary[:160]}" for s in self.record.steps if s.kind in ("tool", "approval")]
+        if not done:
+            return "Nothing had been done yet."
+        shown = done[-MAX_DONE_LINES:]
+        earlier = f"\n(and {len(done) - len(shown)} earlier step(s))" if len(done) > len(shown) else ""
+        return "What was done before it stopped:\n" + "\n".join(shown) + earlier
 
     async def wait(self, condition: Callable[[], bool], timeout_seconds: float) -> bool:
         """Wait for `condition` or a cancel; the wait is not charged as wall clock."""
@@ -94,7 +112,10 @@ class HumanWaits:
         if self.inp.parent is not None:
             return False  # a subagent's question is its answer, for the parent to take up
         await self.post(question, TaskStatus.WAITING_USER)
+        self.asked = question
         self.record.set_status(TaskStatus.WAITING_USER)
         answered = await self.wait(lambda: bool(self.conversation.pending), self.inp.follow_up_seconds)
+        if answered:
+            self.asked = ""
         self.record.set_status(TaskStatus.RUNNING)
         return answered

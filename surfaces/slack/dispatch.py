@@ -23,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.slack import blocks
 from activities.slack.client import SlackNotConfigured, bot_client, error_code
+from activities.slack.status import STOP_ACTION
 from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
@@ -31,6 +32,7 @@ from surfaces.slack import directory_events
 from surfaces.slack.diff_button import DiffButton
 from surfaces.slack.outcome import Followup, Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
+from surfaces.slack.steering import Steering
 from surfaces.slack.waiting import RecentKeys, WaitingTasks
 from surfaces.tasks import start_task, task_id_for
 from workflows.agent_task import AgentTaskWorkflow
@@ -38,7 +40,6 @@ from workflows.types import (
     ApprovalDecision,
     SurfaceContext,
     TaskStatusView,
-    UserMessage,
 )
 
 log = logging.getLogger("openloop.slack")
@@ -55,6 +56,7 @@ class SlackDispatcher:
         self.waiting = WaitingTasks(temporal)
         self.diff_button = DiffButton(settings, temporal)
         self._recent = RecentKeys()
+        self.steering = Steering(settings, temporal, self.waiting, self._may_trigger, self._recent)
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._own_user: str | None = None
 
@@ -84,6 +86,11 @@ class SlackDispatcher:
         if not (isinstance(channel, str) and isinstance(user, str) and isinstance(ts, str)):
             return Outcome("malformed: app_mention without channel, user or ts", status=400)
         thread = str(event.get("thread_ts") or ts)
+        if thread != ts:  # a mention in the thread of a running task steers it ("@agent yes")
+            said = strip_mention(str(event.get("text") or ""), bot_user)
+            steered = await self.steering.message(event_id, channel, thread, ts, user, said)
+            if steered is not None:
+                return steered
         pool = await get_pool(self.settings.require_database_url())
         agent = await agent_for_slack_channel(pool, channel)
         if agent is None:
@@ -133,15 +140,8 @@ class SlackDispatcher:
             return Outcome("ignored: no channel or user")
         if bot_user and f"<@{bot_user}>" in text:
             return Outcome("ignored: a mention (handled as app_mention)")
-        handle = await self.waiting.find(channel, str(thread))
-        if handle is None:
-            return Outcome("ignored: no task waiting in this thread")
-        if f"msg:{event_id}" in self._recent:
-            return Outcome("duplicate: already signalled")
-        await handle.signal(AgentTaskWorkflow.user_message, UserMessage(user=user, text=str(text)))
-        self._recent.remember(f"msg:{event_id}")  # only once delivered: a failure is retried
-        log.info("slack %s -> user_message to %s", event_id, handle.id)
-        return Outcome("signalled user_message")
+        steered = await self.steering.message(event_id, channel, str(thread), str(ts), user, str(text))
+        return steered or Outcome("ignored: no task running in this thread")
 
     async def _bot_user(self) -> str | None:
         """Our bot's user id from auth.test, once, for payloads without `authorizations`."""
@@ -189,6 +189,8 @@ class SlackDispatcher:
         action = actions[0] if isinstance(actions, list) and actions else None
         if isinstance(action, dict) and action.get("action_id") == blocks.SHOW_DIFF_ACTION:
             return await self.diff_button.clicked(payload, action)
+        if isinstance(action, dict) and action.get("action_id") == STOP_ACTION:
+            return await self.steering.stop_clicked(payload, action)
         if not isinstance(action, dict) or action.get("action_id") not in blocks.APPROVAL_ACTIONS:
             return Outcome("unknown action id", status=400)
         parsed = blocks.parse_button_value(str(action.get("value") or ""))

@@ -1,7 +1,8 @@
-"""Finding the task that waits for the user in a Slack thread, and a bounded key memory.
+"""Finding the task that runs in a Slack thread, and a bounded key memory.
 
-`WaitingTasks` lists the channel's running tasks that wait for the user (search attributes)
-and reads each one's thread from its start input once. `RecentKeys` is the bounded memory it
+`WaitingTasks` lists the channel's running Slack tasks (search attributes) and reads each
+one's thread from its start input once: a message in that thread steers the task, whether it
+works or waits for an answer. `RecentKeys` is the bounded memory it
 and the dispatcher keep (oldest forgotten first).
 """
 
@@ -15,7 +16,7 @@ from temporalio.client import Client, WorkflowHandle
 
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import TaskInput, TaskStatus
+from workflows.types import TaskInput
 
 RECENT_EVENTS = 10_000
 _SLACK_ID = re.compile(r"^[A-Z0-9_]+$")
@@ -36,11 +37,12 @@ class RecentKeys(OrderedDict[str, object]):
 
 
 class WaitingTasks:
-    """Finds the task waiting for the user in a Slack thread.
+    """Finds the task running in a Slack thread (working, or waiting for an answer, an
+    approval or a budget extension).
 
     Tasks are keyed by the mention's event id, not the thread, so the running tasks of the
-    channel that wait for the user are listed (search attributes) and each one's thread is
-    read from its start input once and remembered.
+    channel are listed (search attributes) and each one's thread is read from its start
+    input once and remembered.
     """
 
     MAX_CANDIDATES = 50
@@ -53,8 +55,7 @@ class WaitingTasks:
         if not _SLACK_ID.match(channel):
             return None
         query = (
-            f"{search.CHANNEL.name} = '{channel}' AND {search.SURFACE.name} = 'slack' AND "
-            f"{search.STATUS.name} = '{TaskStatus.WAITING_USER.value}' "
+            f"{search.CHANNEL.name} = '{channel}' AND {search.SURFACE.name} = 'slack' "
             "AND ExecutionStatus = 'Running'"
         )
         async for execution in self.temporal.list_workflows(query, limit=self.MAX_CANDIDATES):
@@ -69,7 +70,8 @@ class WaitingTasks:
             async for event in handle.fetch_history_events(page_size=1):
                 started = event.workflow_execution_started_event_attributes
                 [inp] = await self.temporal.data_converter.decode(list(started.input.payloads), [TaskInput])
-                thread = inp.context.thread
+                # A subagent shares its parent's thread; the parent is the one to steer.
+                thread = inp.context.thread if inp.parent is None else None
                 break
             self._threads.remember(workflow_id, thread)
         known = self._threads.get(workflow_id)
