@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, ScheduleActionStartWorkflow
 from temporalio.service import RPCError
 
@@ -203,3 +204,58 @@ async def test_an_emitted_event_starts_the_playbook_listening_for_it(
     assert downstream.record.run_key == f"{upstream.record.run_id}.triage"
     assert upstream.record.steps[0].reason == f"emitted {triaged}: {downstream.record.run_id}"
     assert '<untrusted-data source="event.verdict">\nreal\n</untrusted-data>' in user_text(api, 1)
+
+
+async def test_independent_steps_run_in_parallel_and_a_join_gets_both_outputs(
+    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI
+) -> None:
+    api.answer(answer_with("Read the logs.", notes="timeout in test_io"))
+    for _ in range(2):  # the two branches, in whichever order they ask
+        api.answer(answer_with("Checked.", finding="ok"), delay=0.5)
+    api.answer(answer_with("Joined.", finding="both ok"))
+    async with playbook_world(client, pg_url, tmp_path) as world:
+        agent = await world.agent()
+        finding = (field("finding"),)
+        steps = (
+            PlaybookStep(name="read", agent=agent, instructions="Read.", output=(field("notes"),)),
+            PlaybookStep(name="left", agent=agent, instructions="Left.", after=("read",), output=finding),
+            PlaybookStep(name="right", agent=agent, instructions="Right.", after=("read",), output=finding),
+            PlaybookStep(
+                name="join", agent=agent, after=("left", "right"), output=finding,
+                instructions="{{ left.finding }} and {{ right.finding }} after {{ read.notes }}",
+            ),
+        )  # fmt: skip
+        name = world.name("diamond")
+        await world.apply([playbook(name, on_event(world.name("Go")), *steps)])
+        started = await start_listening(
+            client, await world.pool(), world.settings.task_queue, world.name("Go"), {}, "k"
+        )
+        run = await world.finished_run(name)
+        history = await client.get_workflow_handle(started.started[0]).fetch_history()
+
+    assert run.record.status is PlaybookRunStatus.SUCCEEDED, run.record.reason
+    # Both branches were started before either finished.
+    run_id = run.record.run_id
+    started_kind = EventType.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+    done_kind = EventType.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_COMPLETED
+    order = [
+        (event.event_type, event.start_child_workflow_execution_initiated_event_attributes.workflow_id)
+        if event.event_type == started_kind
+        else (
+            event.event_type,
+            event.child_workflow_execution_completed_event_attributes.workflow_execution.workflow_id,
+        )
+        for event in history.events
+        if event.event_type in (started_kind, done_kind)
+    ]
+    started_ids = [wid for kind, wid in order if kind == started_kind]
+    branches = {f"{run_id}.left", f"{run_id}.right"}
+    assert started_ids[0] == f"{run_id}.read" and started_ids[3] == f"{run_id}.join"
+    assert set(started_ids[1:3]) == branches  # in whichever order their agents were looked up
+    first_branch_done = next(
+        i for i, (kind, wid) in enumerate(order) if kind == done_kind and wid in branches
+    )
+    assert max(order.index((started_kind, branch)) for branch in branches) < first_branch_done
+    joined = user_text(api, 3)
+    assert '<untrusted-data source="step.left.finding">\nok\n' in joined
+    assert '<untrusted-data source="step.read.notes">\ntimeout in test_io\n' in joined
