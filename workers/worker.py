@@ -33,6 +33,7 @@ from workers.telemetry import worker_interceptors
 from workflows.agent_budget import AgentBudgetWorkflow
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.playbook_run import PlaybookRunWorkflow
+from workflows.playbook_sensor_poll import PlaybookSensorPollWorkflow
 from workflows.repair_loop import RepairLoopWorkflow
 from workflows.retention import MemoryRetentionWorkflow
 
@@ -49,6 +50,7 @@ WORKFLOWS: Sequence[type] = (
     AgentBudgetWorkflow,
     RepairLoopWorkflow,
     PlaybookRunWorkflow,
+    PlaybookSensorPollWorkflow,
 )
 
 ACTIVITIES: Sequence[Callable[..., Any]] = (

@@ -60,6 +60,15 @@ class PublishEvent(BaseModel):
     source: str = ""  # the emitting run, for messages
 
 
+class SensorPoll(BaseModel):
+    """Call a `poll=` sensor once and start the runs for the event it makes."""
+
+    ref: str  # `module:function` under the sensors folder
+    emits: str
+    folder: str  # the playbooks folder whose `sensors/` holds it, as the worker sees it
+    run_key: str = ""  # set by the poll workflow: the sensor and the firing's time
+
+
 class Published(BaseModel):
     started: list[str] = Field(default_factory=list)  # workflow ids of runs started now
     duplicates: list[str] = Field(default_factory=list)  # already started by an earlier attempt

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from temporalio import activity
 
+from activities.playbooks.sensor_polls import poll_sensor
 from activities.playbooks.starts import start_listening
 from activities.runtime import runtime
 from activities.store import playbooks as playbook_rows
@@ -48,4 +49,4 @@ async def publish_playbook_event(event: PublishEvent) -> Published:
     return Published(started=started.started, duplicates=started.duplicates)
 
 
-PLAYBOOK_ACTIVITIES = (record_playbook_run, publish_playbook_event)
+PLAYBOOK_ACTIVITIES = (record_playbook_run, publish_playbook_event, poll_sensor)

@@ -85,7 +85,7 @@ def playbook_schedule(
     )
 
 
-async def current_signature(client: Client, sid: str) -> str | None:
+async def current_signature(client: Client, sid: str, memo_key: str = SIGNATURE_MEMO) -> str | None:
     """The signature of the schedule `sid` on the server; "" if it has none, None if absent."""
     try:
         described = await client.get_schedule_handle(sid).describe()
@@ -95,7 +95,7 @@ async def current_signature(client: Client, sid: str) -> str | None:
         raise
     action = described.schedule.action
     memo = action.memo if isinstance(action, ScheduleActionStartWorkflow) else None
-    raw = (memo or {}).get(SIGNATURE_MEMO)
+    raw = (memo or {}).get(memo_key)
     if raw is None:
         return ""
     value = client.data_converter.payload_converter.from_payloads([raw])[0]  # type: ignore[list-item]

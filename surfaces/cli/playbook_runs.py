@@ -2,7 +2,8 @@
 
 `apply` compiles the folder against the applied agents (nothing is stored when it has an
 error), stores a new version of each playbook whose content hash changed, retires the ones
-whose files are gone, and reconciles the Temporal Schedules of cron playbooks. `runs` and
+whose files are gone, and reconciles the Temporal Schedules of cron playbooks and `poll=`
+sensors (a schedule each, starting `PlaybookSensorPollWorkflow`). `runs` and
 `show` read the runs' rows in Postgres (a running run's steps come from its `progress`
 query); `schedule pause|unpause|trigger|backfill NAME` acts on a cron playbook's schedule.
 Exit codes: 0 ok, 1 compile errors or not found, 2 no stack.
@@ -32,6 +33,7 @@ from config.settings import Settings
 from surfaces.cli.memory import EXIT_NOT_FOUND, fail, run_with_pool, who
 from surfaces.cli.playbooks import DEFAULT_DIR, compile_folder, playbooks_app, print_report
 from surfaces.client import connect
+from workflows.playbook_calls import SensorPoll
 from workflows.playbook_types import StepRun, StepStatus
 
 T = TypeVar("T")
@@ -90,8 +92,13 @@ def apply_command(
         for warning in report.warnings:
             console.print(f"[yellow]![/yellow] {escape(str(warning))}")
         events = list(report.events.values())
+        polls = [
+            (SensorPoll(ref=s.ref, emits=s.emits, folder=str(folder.resolve())), s.poll_seconds)
+            for s in report.sensors
+            if s.poll_seconds is not None
+        ]
         done = await apply_playbooks(
-            client, pool, report.playbooks, events, settings.task_queue, overlap, who()
+            client, pool, report.playbooks, events, settings.task_queue, overlap, who(), polls
         )
         stored, schedules = done.stored, done.schedules
         for label, names in (
@@ -106,6 +113,11 @@ def apply_command(
         ):  # fmt: skip
             for name in names:
                 console.print(f"{'schedule':>10}  {escape(name)} {label} ({schedule_id(name)})")
+        for label, names in (
+            ("created", done.polls.created), ("updated", done.polls.updated), ("deleted", done.polls.deleted),
+        ):  # fmt: skip
+            for name in names:
+                console.print(f"{'poll':>10}  sensor {escape(name)} {label}")
         console.print(
             f"[green]✓[/green] {len(report.playbooks)} playbook(s) applied from {escape(str(folder))}"
         )

@@ -23,6 +23,7 @@ from config.agent import AgentConfig
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
 from workers.worker import build_worker
+from workflows.playbook_calls import SensorPoll
 from workflows.playbook_types import (
     CompiledPlaybook,
     EventType,
@@ -93,10 +94,21 @@ class PlaybookWorld:
         return await get_pool(self.settings.require_database_url())
 
     async def apply(
-        self, playbooks: Sequence[CompiledPlaybook], events: Sequence[EventType] = (), overlap: str = "skip"
+        self,
+        playbooks: Sequence[CompiledPlaybook],
+        events: Sequence[EventType] = (),
+        overlap: str = "skip",
+        polls: Sequence[tuple[SensorPoll, float]] = (),
     ) -> ApplyResult:
         return await apply_playbooks(
-            self.client, await self.pool(), playbooks, events, self.settings.task_queue, overlap, "test"
+            self.client,
+            await self.pool(),
+            playbooks,
+            events,
+            self.settings.task_queue,
+            overlap,
+            "test",
+            polls,
         )
 
     async def finished_run(self, playbook: str) -> playbook_rows.StoredRun:

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 from temporalio.client import Client
 
+from activities.playbooks.sensor_polls import poll_schedule_id
 from activities.store import playbooks as playbook_rows
 from surfaces.app import create_app
 from surfaces.sensors import PLAYBOOKS_DIR_ENV
@@ -35,7 +36,8 @@ from tests.integration.playbook_env import (
     playbook_world,
     user_text,
 )
-from workflows.playbook_types import EventType, PlaybookRunStatus, PlaybookStep
+from workflows.playbook_calls import SensorPoll
+from workflows.playbook_types import EventType, FieldKind, PlaybookRunStatus, PlaybookStep
 
 GITHUB_SECRET = "gh-secret"
 SLACK_SECRET = "slack-signing-secret"
@@ -255,3 +257,43 @@ async def test_a_webhook_sensor_makes_the_event_of_the_body(
     assert started.status_code == 202, started.text
     assert run.record.event == {"title": "KeyError", "link": "https://s/1"}
     assert run.record.status is PlaybookRunStatus.SUCCEEDED, run.record.reason
+
+
+async def test_a_poll_sensor_runs_on_its_schedule_and_starts_the_playbook_for_its_event(
+    world: PlaybookWorld, api: FakeModelAPI, tmp_path: Path
+) -> None:
+    api.answer(answer_with("Seen.", summary="queue deep"))
+    backlog = world.name("Backlog")
+    root = tmp_path / "playbooks"
+    (root / "sensors").mkdir(parents=True)
+    (root / "sensors" / f"queues_{world.suffix}.py").write_text(
+        textwrap.dedent(
+            f'''
+            from config.playbooks.sensor import sensor
+
+            @sensor(poll="5m", emits="{backlog}")
+            def depth(poll):
+                return {{"depth": 1200, "at": poll["polled_at"]}}
+            '''
+        )
+    )
+    ref = f"queues_{world.suffix}:depth"
+    event = EventType(name=backlog, fields=(field("depth", FieldKind.INT), field("at")), source="sensor")
+    agent = await world.agent()
+    step = PlaybookStep(
+        name="look", agent=agent, instructions="Depth {{ event.depth }}.", output=(field("summary"),)
+    )
+    name = world.name("backlog")
+    poll = SensorPoll(ref=ref, emits=backlog, folder=str(root))
+    applied = await world.apply([playbook(name, on_event(backlog), step)], [event], polls=[(poll, 300.0)])
+    handle = world.client.get_schedule_handle(poll_schedule_id(ref))
+    described = await handle.describe()
+    await handle.trigger()
+    run = await world.finished_run(name)
+    removed = await world.apply([])
+
+    assert applied.polls.created == [ref] and removed.polls.deleted == [ref.replace(":", "-")]
+    assert described.schedule.spec.intervals[0].every.total_seconds() == 300
+    assert run.record.status is PlaybookRunStatus.SUCCEEDED, run.record.reason
+    assert run.record.event["depth"] == 1200 and run.record.event["at"][:4].isdigit()
+    assert run.record.run_key.startswith(f"{ref}@")
