@@ -25,6 +25,13 @@ class PlaybookActivity:
 
     RECORD = "openloop.playbook.record_run"
     PUBLISH = "openloop.playbook.publish_event"
+    AGENT = "openloop.playbook.agent_start"
+
+
+class AgentLookup(BaseModel):
+    """A step's agent, by the applied name the compiler resolved (in whichever workspace)."""
+
+    agent: str
 
 
 class RunRecord(BaseModel):

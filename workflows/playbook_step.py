@@ -23,16 +23,15 @@ with workflow.unsafe.imports_passed_through():
     from config.agent import AgentConfig
     from workflows import search
     from workflows.activity_options import LOCAL_OPTIONS
-    from workflows.delegate_tool import TeammateLookup, TeammateStart
+    from workflows.delegate_tool import TeammateStart
+    from workflows.playbook_calls import AgentLookup, PlaybookActivity
     from workflows.playbook_output import OutputInvalid, output_demand, parse_output, retry_request
     from workflows.playbook_template import fill
     from workflows.playbook_types import PlaybookRunInput, PlaybookStep, StepRun, StepStatus
-    from workflows.task_basics import WORKFLOW_NAME, ActivityName, BudgetUsage, SurfaceContext, TaskStatus
+    from workflows.task_basics import WORKFLOW_NAME, BudgetUsage, SurfaceContext, TaskStatus
     from workflows.types import TaskInput, TaskResult
 
 from workflows.delegation import carved_agent
-
-AGENT_WORKSPACE = "default"
 
 
 def why(err: ActivityError | ChildWorkflowError) -> str:
@@ -67,8 +66,8 @@ class StepRunner:
         """Run `step` to SUCCEEDED (its output in `state`) or FAILED (the reason in `state`)."""
         try:
             found: TeammateStart = await workflow.execute_local_activity(
-                ActivityName.TEAMMATE_START,
-                TeammateLookup(step.agent, AGENT_WORKSPACE),
+                PlaybookActivity.AGENT,
+                AgentLookup(agent=step.agent),
                 result_type=TeammateStart,
                 **LOCAL_OPTIONS,
             )

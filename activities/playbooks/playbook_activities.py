@@ -1,4 +1,5 @@
-"""The playbook run workflow's activities: store its record, and publish an emitted event.
+"""The playbook run workflow's activities: store its record, look a step's agent up, and
+publish an emitted event.
 
 Thin: one input, one output, the work in `activities.store.playbooks` and
 `activities.playbooks.starts`. Publishing starts runs with ids derived from the emitting run
@@ -8,14 +9,21 @@ and step, so a retried publish starts nothing twice.
 from __future__ import annotations
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.playbooks.sensor_polls import poll_sensor
 from activities.playbooks.starts import start_listening
 from activities.runtime import runtime
 from activities.store import playbooks as playbook_rows
+from activities.store.agents import get_agent
+from activities.store.skills import latest_skills
+from activities.tools.catalog import specs_for
+from workflows.delegate_tool import TeammateStart
+from workflows.errors import ErrorType
 from workflows.playbook_calls import (
     CRON_EVENT,
     MAX_EMIT_DEPTH,
+    AgentLookup,
     PlaybookActivity,
     Published,
     PublishEvent,
@@ -31,6 +39,22 @@ async def record_playbook_run(record: RunRecord) -> Recorded:
     if record.seq == 1 and record.event_name == CRON_EVENT:
         return Recorded(last_run=await playbook_rows.last_cron_run(pool, record.playbook, record.run_id))
     return Recorded()
+
+
+@activity.defn(name=PlaybookActivity.AGENT)
+async def playbook_agent(lookup: AgentLookup) -> TeammateStart:
+    """What a step's child task starts with: its agent's latest applied version, tools, skills."""
+    pool = await runtime().pool()
+    stored = await get_agent(pool, lookup.agent)
+    if stored is None:
+        raise ApplicationError(
+            f"no agent {lookup.agent!r} is applied: openloop agents apply it, then run the playbook again",
+            type=ErrorType.TOOL_CONFIG_ERROR,
+            non_retryable=True,
+        )
+    names = [ref.rsplit("/", 1)[-1] for ref in stored.config.spec.skills]
+    skills = [skill.pinned for skill in await latest_skills(pool, names)]
+    return TeammateStart(stored.config, stored.version, specs_for(stored.config), skills)
 
 
 @activity.defn(name=PlaybookActivity.PUBLISH)
@@ -49,4 +73,4 @@ async def publish_playbook_event(event: PublishEvent) -> Published:
     return Published(started=started.started, duplicates=started.duplicates)
 
 
-PLAYBOOK_ACTIVITIES = (record_playbook_run, publish_playbook_event, poll_sensor)
+PLAYBOOK_ACTIVITIES = (record_playbook_run, publish_playbook_event, playbook_agent, poll_sensor)
