@@ -20,6 +20,7 @@ class TriggerPolicy(Strict):
     everyone: bool = True
     users: list[str] = []
     usergroups: list[str] = []
+    bots: list[str] = Field(default=[], description="Bot ids (B0123ABCD) whose mentions may start a task")
 
 
 class SlackSurface(Strict):

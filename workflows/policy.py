@@ -150,15 +150,18 @@ def call_key(position: int, tool: str, arguments: dict[str, Any] | str) -> str:
 def memory_scope(agent: AgentConfig, context: SurfaceContext) -> MemoryScopeRef:
     """The one memory scope a task reads and writes, as the agent's spec says."""
     memory = agent.spec.memory
+    scope = memory.scope.value
+    if context.surface == "slack" and context.channel.startswith("D"):
+        scope = "channel"  # a DM is private: its memory is its own, never recalled elsewhere
     key = {
         "channel": f"{context.surface}:{context.channel}",
         "agent": agent.name,
         "workspace": agent.workspace,
-    }[memory.scope.value]
+    }[scope]
     return MemoryScopeRef(
         workspace=agent.workspace,
         agent=agent.name,
-        scope=memory.scope.value,
+        scope=scope,
         scope_key=key,
         embedding=memory.embedding,
         retention_days=memory.retention_days,

@@ -29,6 +29,7 @@ from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.decisions import closed_reason, refusal
 from surfaces.slack import directory_events
+from surfaces.slack.assistant import DirectMessages, allowed_bot, is_direct
 from surfaces.slack.diff_button import DiffButton
 from surfaces.slack.outcome import Followup, Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
@@ -57,6 +58,7 @@ class SlackDispatcher:
         self.diff_button = DiffButton(settings, temporal)
         self._recent = RecentKeys()
         self.steering = Steering(settings, temporal, self.waiting, self._may_trigger, self._recent)
+        self.direct = DirectMessages(settings, temporal, self.steering, self._may_trigger)
         self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._own_user: str | None = None
 
@@ -72,9 +74,13 @@ class SlackDispatcher:
             return await directory_events.handle(self.settings, self.temporal, event, event_id)
         bot_user = bot_user_of(payload) or await self._bot_user()
         if from_a_bot(event, bot_user):
-            return Outcome("ignored: from a bot")
+            if not await allowed_bot(self.settings, event, bot_user):
+                return Outcome("ignored: from a bot")
+            event = {**event, "user": event["bot_id"]}  # a bot the agent lists asks as itself
         if event.get("type") == "app_mention":
             return await self._mention(event, event_id, bot_user, retry_num)
+        if event.get("type") == "message" and is_direct(event):
+            return await self.direct.message(event, event_id, bot_user)
         if event.get("type") == "message":
             return await self._thread_reply(event, event_id, bot_user)
         return Outcome(f"ignored: event type {event.get('type')!r}")
@@ -158,7 +164,7 @@ class SlackDispatcher:
         if slack is None:
             return False
         triggers = slack.triggers
-        if user in triggers.users:
+        if user in triggers.users or user in triggers.bots:
             return True
         for group in triggers.usergroups:
             if user in await self._group_members(group):

@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from surfaces.slack.assistant import is_direct, listed_bots, own_message
 from surfaces.slack.directory_events import DIRECTORY_EVENTS
 from surfaces.slack.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot
@@ -40,19 +41,26 @@ KEEP_HANDLED = "7 days"  # far beyond Slack's retries, which end within the hour
 PRUNE_EVERY_SECONDS = 600.0
 
 
-def not_worth_recording(payload: dict[str, Any]) -> str | None:
+def not_worth_recording(payload: dict[str, Any], allowed_bots: frozenset[str] = frozenset()) -> str | None:
     """Why an event cannot start or reach a task (so the ack needs no row), or None.
 
-    Only checks that need no I/O: the dispatcher checks everything again.
+    Only checks that need no I/O (`allowed_bots`: the bot ids some agent lets trigger it, read
+    by the caller): the dispatcher checks everything again.
     """
     event = payload.get("event")
     if payload.get("type") != "event_callback" or not isinstance(event, dict):
         return "not an event callback"
-    if from_a_bot(event, bot_user_of(payload)):
-        return "from a bot"
+    bot_user = bot_user_of(payload)
+    if from_a_bot(event, bot_user):
+        # Another bot's mention may be one an agent lets in (`triggers.bots`); never our own.
+        listed = event.get("type") == "app_mention" and event.get("bot_id") in allowed_bots
+        if own_message(event, bot_user) or not listed:
+            return "from a bot"
     if event.get("type") in ("app_mention", *DIRECTORY_EVENTS):
         return None
     if event.get("type") == "message":
+        if is_direct(event) and event.get("subtype") in HUMAN_SUBTYPES:
+            return None  # a DM with the agent: it starts or steers a task
         thread, ts = event.get("thread_ts"), event.get("ts")
         if event.get("subtype") not in HUMAN_SUBTYPES or not thread or thread == ts:
             return "not a reply in a thread"
@@ -122,7 +130,9 @@ class InboxDispatcher:
             not isinstance(payload.get("event"), dict) or not isinstance(event_id, str) or not event_id
         ):
             return Outcome("malformed: no event or event_id", status=400)
-        ignored = not_worth_recording(payload)
+        event = payload.get("event")
+        asks = isinstance(event, dict) and bool(event.get("bot_id")) and event.get("type") == "app_mention"
+        ignored = not_worth_recording(payload, await listed_bots(await self._pool()) if asks else frozenset())
         if ignored is not None:
             return Outcome(f"ignored: {ignored}")
         assert isinstance(event_id, str)
