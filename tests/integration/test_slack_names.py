@@ -55,7 +55,8 @@ def test_apply_resolves_a_channel_name_and_names_the_line_of_one_that_does_not_e
 ) -> None:
     name = f"names-{uuid.uuid4().hex[:8]}"
     env = {
-        "OPENLOOP_DATABASE_URL": pg_url,
+        # A URL of its own: the CLI's event loop must not get a pool another test opened.
+        "OPENLOOP_DATABASE_URL": f"{pg_url}{'&' if '?' in pg_url else '?'}application_name=openloop-names",
         "OPENLOOP_STATE_DIR": str(tmp_path / "state"),
         "SLACK_BOT_TOKEN": TOKEN,
         "OPENLOOP_SLACK_API_URL": fake.base_url,
