@@ -19,6 +19,7 @@ from pydantic import (
 from config.coding import CodingSpec
 from config.fields import Duration, ProblemPath, Strict, parse_duration, rule_error
 from config.mcp import McpServer, patterns_overlap
+from config.subagents import SubagentsSpec, subagent_problems
 from config.surfaces import Surfaces
 from config.tool_grants import ToolGrant
 
@@ -162,6 +163,7 @@ class AgentSpecBody(Strict):
     team: list[str] = Field(
         default=[], description="Other agents this one may consult with agent.ask_teammate"
     )
+    subagents: SubagentsSpec = SubagentsSpec()
     mcp_servers: list[McpServer] = []
     approvals: ApprovalsSpec = ApprovalsSpec()
     budget: BudgetSpec = BudgetSpec()
@@ -193,6 +195,7 @@ class AgentSpecBody(Strict):
         for index, teammate in enumerate(self.team):
             if not _NAME.match(teammate):
                 problems.append((("team", index), f"{teammate!r} is not an agent name"))
+        problems += subagent_problems(self.subagents, names)
         servers = [server.name for server in self.mcp_servers]
         for index, name in enumerate(servers):
             if name in servers[:index]:

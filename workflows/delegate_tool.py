@@ -21,10 +21,18 @@ DELEGATE = ToolSpec(
         "type": "object",
         "properties": {
             "task": {"type": "string", "minLength": 1, "description": "The work, self-contained"},
+            "profile": {
+                "type": "string",
+                "minLength": 1,
+                "description": (
+                    "A preset: explore (reads and searches, changes nothing), plan (the same, "
+                    "answers with a plan), code (the coding tools), or one your config defines"
+                ),
+            },
             "tools": {
                 "type": "array",
                 "items": {"type": "string", "minLength": 1},
-                "description": "Which of your tools it may use (default: all but delegation)",
+                "description": "Which of your tools it may use (default: the profile's, else all yours)",
             },
         },
         "required": ["task"],

@@ -1,12 +1,16 @@
 """Delegation: `agent.delegate` hands a self-contained piece of work to a subagent.
 
 A subagent is a child workflow of the same agent with a fresh context, a subset of the
-parent's tools (never more, and never `agent.delegate` itself: depth is one), and a budget
-carved out of the parent's remaining one before it starts: delegations asked for in one
-answer run in parallel (at most `MAX_PARALLEL` at a time) and share what is left, so the
-sum over a task's tree never exceeds its ceiling. The child's answer, usage and stop reason
-come back as the tool result; its usage is charged to the parent. Its id derives from the
-parent's id, the step and the call's key, so a retried step never starts a second child.
+parent's tools (never more; a named profile, `explore`, `plan`, `code` or the agent's own,
+narrows them further and prefaces its instructions), and a budget carved out of the
+parent's remaining one before it starts: delegations asked for in one answer run in
+parallel (at most `spec.subagents.max_parallel` at a time) and share what is left, so the
+sum over a task's tree never exceeds its ceiling. Depth: a subagent carries its parent's
+`max_depth` less one, and one at zero is neither offered `agent.delegate` nor allowed it.
+The child's answer, usage and stop reason come back as the tool result; its usage is
+charged to the parent. Its id derives from the parent's id, the step and the call's key,
+so a retried step never starts a second child. A question to a teammate is audited on both
+sides: in the teammate's audit who asked it, in the caller's whom it asked and the outcome.
 
 The parent cancels its running children when it is cancelled (its `cancel` signal; a
 cancel from Temporal reaches them through the awaited child handles). A child waiting for
@@ -27,16 +31,25 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from config.agent import AgentConfig
+    from config.subagents import DEFAULT_MAX_PARALLEL, SubagentProfile, allows_tool
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait, TeammateLookup, TeammateStart
     from workflows.tool_catalog import ToolSet
-    from workflows.types import ActivityName, BudgetUsage, TaskInput, TaskResult, ToolCallResult
+    from workflows.types import (
+        ActivityName,
+        AuditEvent,
+        BudgetUsage,
+        TaskInput,
+        TaskResult,
+        ToolCallResult,
+    )
 
 from workflows.task_record import TaskRecord
 from workflows.usage_meter import UsageMeter
 
-MAX_PARALLEL = 4
+MAX_PARALLEL = DEFAULT_MAX_PARALLEL  # unless the agent's spec.subagents.max_parallel says otherwise
 CHILD_WAITS = "child-approval-waits"  # workflow.patched id: a child tells its parent it waits
+TEAMMATE_AUDIT = "teammate-audit"  # workflow.patched id: both sides of a question are audited
 
 
 class Delegation:
@@ -53,14 +66,23 @@ class Delegation:
         self.cancelled = False
 
     def allowed(self) -> bool:
-        return self.inp.parent is None  # a subagent does not delegate again
+        """Below the depth limit (a subagent carries what is left of it)."""
+        return self.inp.agent.spec.subagents.max_depth >= 1
 
     async def run(self, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
         """Start one subagent with `1/share` of what the parent has left, and wait for it."""
+        profile, named = None, arguments.get("profile")
+        if named is not None:
+            profile = self.inp.agent.spec.subagents.profile(str(named))
+            if profile is None:
+                known = ", ".join(self.inp.agent.spec.subagents.profile_names)
+                problem = f"Error (invalid): there is no subagent profile {named!r}; profiles: {known}"
+                return ToolCallResult(ok=False, output=problem, error_kind="invalid")
         usd, tokens = self._carve(share)
-        child = self._child_input(key, arguments, usd, tokens)
+        child = self._child_input(key, arguments, usd, tokens, profile)
+        preset = f" (profile {named})" if named is not None else ""
         self.record.record(
-            "tool", f"agent.delegate: started {child.task_id} with ${usd:.4f}, {tokens} tokens"
+            "tool", f"agent.delegate: started {child.task_id}{preset} with ${usd:.4f}, {tokens} tokens"
         )
         summary = f"subagent of {self.inp.task_id}: {str(arguments.get('task', ''))[:120]}"
         result = await self._child(child, "subagent", summary)
@@ -98,7 +120,19 @@ class Delegation:
         )
         self.record.record("tool", f"agent.ask_teammate: asked {name} ({child.task_id})")
         summary = f"{name} asked by {self.inp.agent.name} ({self.inp.task_id})"
+        audited = workflow.patched(TEAMMATE_AUDIT)
+        if audited:  # in the teammate's audit: who asked it, before it answers
+            await self._audit(child, "teammate_asked", f"agent:{self.inp.agent.name}", arguments, "asked")
         result = await self._child(child, f"teammate {name}", summary)
+        if audited:  # in the caller's: whom it asked, and how that ended
+            await self._audit(
+                self.inp,
+                "teammate_answered",
+                self.inp.context.user,
+                arguments,
+                key=key,
+                outcome=f"{result.status.value.lower()}: {child.task_id}",
+            )
         outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} of its own budget)"
         return ToolCallResult(
             ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{result.reply.strip() or '(no answer)'}"
@@ -163,6 +197,35 @@ class Delegation:
         except FailureError as err:  # the parent ended meanwhile; the wait goes on regardless
             self.record.decide(f"could not tell the parent {self.inp.parent} about the wait: {err}")
 
+    async def _audit(
+        self,
+        task: TaskInput,
+        kind: str,
+        actor: str,
+        arguments: dict[str, object],
+        outcome: str,
+        key: str = "",
+    ) -> None:
+        """One row of an agent's audit about a question between teammates."""
+        step = self.record.step if task is self.inp else 0
+        await workflow.execute_local_activity(
+            ActivityName.RECORD_AUDIT,
+            AuditEvent(
+                task_id=task.task_id,
+                step=step,
+                key=f"{step}:{key}:{kind}" if key else f"{step}:{kind}",
+                agent=task.agent.name,
+                workspace=task.agent.workspace,
+                channel=task.context.channel,
+                kind=kind,
+                actor=actor,
+                tool="agent.ask_teammate",
+                arguments=dict(arguments),
+                outcome=outcome,
+            ),
+            **LOCAL_OPTIONS,
+        )
+
     def _carve(self, share: int) -> tuple[float, int]:
         ceilings, usage = self.meter.ceilings, self.meter.usage
         usd = max(0.0, ceilings.usd_limit - usage.cost_usd) / max(1, share)
@@ -174,13 +237,29 @@ class Delegation:
         self.meter.usage.completion_tokens += spent.completion_tokens
         self.meter.usage.cost_usd += spent.cost_usd
 
-    def _child_input(self, key: str, arguments: dict[str, object], usd: float, tokens: int) -> TaskInput:
+    def _child_input(
+        self,
+        key: str,
+        arguments: dict[str, object],
+        usd: float,
+        tokens: int,
+        profile: SubagentProfile | None = None,
+    ) -> TaskInput:
+        """What the subagent starts with: the parent's tools narrowed by the profile and the
+        call's `tools` (never widened), `agent.delegate` only while depth is left."""
         asked = arguments.get("tools")
         offered = self.tools.specs if self.tools is not None else (self.inp.tools or [])
-        parent_tools = [spec for spec in offered if spec.source != "delegate"]
+        depth = self.inp.agent.spec.subagents.child()
+        parent_tools = [spec for spec in offered if spec.source != "delegate" or depth.max_depth >= 1]
+        if profile is not None:  # skill tools stay: the child keeps the parent's skills
+            parent_tools = [s for s in parent_tools if s.source == "skill" or allows_tool(profile, s.name)]
         if isinstance(asked, list):
             parent_tools = [spec for spec in parent_tools if spec.name in asked]
         agent = carved_agent(self.inp.agent, usd, max(tokens, 1))
+        spec = agent.spec.model_copy(update={"subagents": depth})
+        if profile is not None and profile.instructions:
+            spec = spec.model_copy(update={"instructions": f"{profile.instructions}\n\n{spec.instructions}"})
+        agent = agent.model_copy(update={"spec": spec})
         return TaskInput(
             task_id=f"{self.inp.task_id}-d{self.record.step}-{key}",
             agent=agent,

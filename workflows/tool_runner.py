@@ -36,7 +36,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.approvals import ApprovalGate, GateDecision
 from workflows.conversation import Conversation
-from workflows.delegation import MAX_PARALLEL, Delegation
+from workflows.delegation import Delegation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
 from workflows.task_workspace import TaskWorkspace
 from workflows.usage_meter import UsageMeter
@@ -104,8 +104,9 @@ class ToolRunner:
         if not parallel:
             return [await self.handle(call, position) for position, call in enumerate(calls)]
         outcomes: list[str] = []
-        for start in range(0, len(calls), MAX_PARALLEL):
-            batch = list(enumerate(calls))[start : start + MAX_PARALLEL]
+        cap = self.agent.spec.subagents.max_parallel
+        for start in range(0, len(calls), cap):
+            batch = list(enumerate(calls))[start : start + cap]
             share = len(calls) - start  # the rest of the calls share what is left
             outcomes += await asyncio.gather(
                 *(self.handle(call, position, share) for position, call in batch)
