@@ -14,7 +14,7 @@ import jsonschema
 
 from config.agent import AgentConfig
 from workflows.tool_catalog import ToolSpec, WriteBound
-from workflows.types import MemoryScopeRef, SurfaceContext
+from workflows.types import MemoryScopeRef, SkillRef, SurfaceContext
 
 MAX_INVALID_TOOL_CALLS_IN_A_ROW = 3
 
@@ -76,6 +76,21 @@ def check_tool_call(
         )
         return ToolCheck(False, definition, arguments, f"invalid arguments: {detail}", "invalid")
     return ToolCheck(True, definition, arguments)
+
+
+def taken_by_skill(
+    check: ToolCheck, name: str, started: list[str], skills: list[SkillRef], offered: list[str]
+) -> ToolCheck:
+    """An unknown tool the task started with was taken away by a loaded skill's
+    `allowed-tools`: say that, and what is left, rather than that the tool does not exist."""
+    narrowing = [skill.name for skill in skills if skill.allowed_tools and name not in skill.allowed_tools]
+    if check.kind != "unknown" or name not in started or not narrowing:
+        return check
+    problem = (
+        f"tool {name!r} is not available: the allowed-tools of the loaded skill "
+        f"{', '.join(narrowing)} excludes it; tools you still have: {', '.join(offered) or 'none'}"
+    )
+    return ToolCheck(False, None, check.arguments, problem, "not_allowed")
 
 
 MAX_PROPOSALS = 5  # approvals voided by a changed workspace before a pull request gives up

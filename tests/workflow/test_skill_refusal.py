@@ -1,0 +1,41 @@
+"""A call to a tool a loaded skill's `allowed-tools` took away is refused with why: the skill
+excludes it, and the tools the task still has; it is audited as refused and never runs. A
+tool the task never had is still unknown."""
+
+from __future__ import annotations
+
+import json
+
+from temporalio.testing import WorkflowEnvironment
+
+from tests.workflow.scripted import Script, say, use
+from tests.workflow.test_approvals import start, worker
+from tests.workflow.test_skill_allowed_tools import ISSUE, LOG, task
+from workflows.types import TaskStatus
+
+
+async def test_a_tool_the_loaded_skill_took_away_is_refused_naming_the_skill_and_what_is_left(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = Script(
+        [
+            use("skill.load", json.dumps({"name": "ci-triage"}), "c1"),
+            use("github.create_issue", ISSUE, "c2"),  # taken away by ci-triage
+            use("slack.post_message", json.dumps({"text": "hi"}), "c3"),  # the agent never had it
+            use("github.get_job_log", LOG, "c4"),
+            say("The job ran out of memory."),
+        ]
+    )
+    async with worker(ts_env, script, task_queue):
+        result = await (await start(ts_env, task(), task_queue)).result()
+    assert result.status == TaskStatus.SUCCESS
+    taken = script.model_inputs[2].new_messages[0].content
+    assert taken == (
+        "Error: tool 'github.create_issue' is not available: the allowed-tools of the loaded skill "
+        "ci-triage excludes it; tools you still have: github.get_job_log, skill.load, skill.read"
+    )
+    never_had = script.model_inputs[3].new_messages[0].content
+    assert never_had.startswith("Error: unknown tool 'slack.post_message'")
+    assert [call.tool for call in script.tool_calls] == ["github.get_job_log"]
+    refused = [(a.tool, a.outcome) for a in script.audits if a.kind == "tool_refused"]
+    assert refused[0][0] == "github.create_issue" and "ci-triage excludes it" in refused[0][1]
