@@ -50,10 +50,15 @@ def register(app: FastAPI) -> None:
             return _reply(400, {"ok": False, "error": "invalid_payload"})
         if payload.get("type") == "url_verification":
             return _reply(200, {"challenge": str(payload.get("challenge") or "")})
+        # Recorded first: an outage answers "not recorded" and Slack's retry loses nothing; a
+        # redelivered event is recorded once and starts each playbook's run once.
+        recorded = await _record(request, payload)
+        if recorded.status_code != 200:
+            return recorded
         playbooks = await playbook_events.slack_event(request.app, payload)
         if playbooks is not None and playbooks.status_code >= 500:
             return playbooks  # not acked: Slack sends it again, and a run starts once
-        return await _record(request, payload)
+        return recorded
 
     @app.post("/slack/interactivity")
     async def slack_interactivity(request: Request, background: BackgroundTasks) -> Response:
