@@ -79,12 +79,19 @@ def check_tool_call(
 
 
 def taken_by_skill(
-    check: ToolCheck, name: str, started: list[str], skills: list[SkillRef], offered: list[str]
+    check: ToolCheck, name: str, had: list[str], skills: list[SkillRef], offered: list[str]
 ) -> ToolCheck:
-    """An unknown tool the task started with was taken away by a loaded skill's
-    `allowed-tools`: say that, and what is left, rather than that the tool does not exist."""
-    narrowing = [skill.name for skill in skills if skill.allowed_tools and name not in skill.allowed_tools]
-    if check.kind != "unknown" or name not in started or not narrowing:
+    """An unknown tool the agent had (`had`: granted, or in the specs its task started with)
+    was taken away by a loaded skill's `allowed-tools` (in this run or one before it): say
+    that, and what is left, rather than that the tool does not exist."""
+    narrowing = [  # a skill that excludes it, and whose narrowing shows in what is offered
+        skill.name
+        for skill in skills
+        if skill.allowed_tools
+        and name not in skill.allowed_tools
+        and all(tool in skill.allowed_tools or tool.startswith("skill.") for tool in offered)
+    ]
+    if check.kind != "unknown" or name not in had or not narrowing:
         return check
     problem = (
         f"tool {name!r} is not available: the allowed-tools of the loaded skill "

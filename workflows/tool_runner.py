@@ -117,8 +117,8 @@ class ToolRunner:
         """Validate, authorise, maybe wait for approval, run. Returns ok|invalid|refused|denied|failed."""
         name = catalog_tool_name(call.name)
         check = policy.check_tool_call(self.agent, self.tools.get(name), name, call.arguments)
-        started = [spec.name for spec in self.inp.tools or []]
-        check = policy.taken_by_skill(check, name, started, self.inp.skills, self.names)
+        had = [grant.name for grant in self.agent.spec.tools] + [spec.name for spec in self.inp.tools or []]
+        check = policy.taken_by_skill(check, name, had, self.inp.skills, self.names)
         key = self._key(call, position, name, check.arguments)
         if check.allowed and workflow.patched(BOUND_WRITES):
             check = policy.check_write_target(self.agent, check, self.inp.context)
