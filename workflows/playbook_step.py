@@ -16,7 +16,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
-from temporalio.exceptions import ActivityError, ChildWorkflowError
+from temporalio.exceptions import ChildWorkflowError, FailureError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -34,7 +34,7 @@ with workflow.unsafe.imports_passed_through():
 from workflows.delegation import carved_agent
 
 
-def why(err: ActivityError | ChildWorkflowError) -> str:
+def why(err: FailureError) -> str:
     """A failed activity's or child's cause in words."""
     return str(err.cause or err)
 
@@ -71,7 +71,7 @@ class StepRunner:
                 result_type=TeammateStart,
                 **LOCAL_OPTIONS,
             )
-        except ActivityError as err:
+        except FailureError as err:  # a local activity's failure may come unwrapped
             self._fail(state, f"agent {step.agent!r} could not be loaded: {why(err)}")
             return
         request = step_request(self.inp, step, outputs)

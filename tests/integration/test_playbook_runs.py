@@ -27,6 +27,7 @@ from tests.integration.playbook_env import (
     user_text,
 )
 from workflows import search
+from workflows.playbook_calls import MAX_EMIT_DEPTH
 from workflows.playbook_types import FieldKind, PlaybookRunStatus, PlaybookStep, StepStatus
 
 VERDICT = field("verdict", FieldKind.ENUM, "flaky", "real")
@@ -259,3 +260,34 @@ async def test_independent_steps_run_in_parallel_and_a_join_gets_both_outputs(
     joined = user_text(api, 3)
     assert '<untrusted-data source="step.left.finding">\nok\n' in joined
     assert '<untrusted-data source="step.read.notes">\ntimeout in test_io\n' in joined
+
+
+async def test_an_event_chain_stops_at_the_depth_limit_and_an_unknown_agent_fails_its_step(
+    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI
+) -> None:
+    for _ in range(MAX_EMIT_DEPTH + 1):
+        api.answer(answer_with("Again.", verdict="real"))
+    async with playbook_world(client, pg_url, tmp_path) as world:
+        agent = await world.agent()
+        echo = world.name("Echo")
+        step = PlaybookStep(name="echo", agent=agent, instructions="Echo.", output=(VERDICT,), emits=echo)
+        name = world.name("echo")
+        ghost = PlaybookStep(name="ghost", agent=world.name("nobody"), instructions="Boo.")
+        await world.apply(
+            [playbook(name, on_event(echo), step), playbook(world.name("ghost"), on_event("G"), ghost)]
+        )
+        await start_listening(client, await world.pool(), world.settings.task_queue, echo, {}, "first")
+        await start_listening(client, await world.pool(), world.settings.task_queue, "G", {}, "g1")
+        runs = await world.finished_runs(name, MAX_EMIT_DEPTH + 1)
+        haunted = await world.finished_run(world.name("ghost"))
+
+    assert sorted(run.record.depth for run in runs) == list(range(MAX_EMIT_DEPTH + 1))
+    deepest = next(run for run in runs if run.record.depth == MAX_EMIT_DEPTH).record
+    assert deepest.status is PlaybookRunStatus.SUCCEEDED
+    assert deepest.steps[0].reason == (
+        f"did not emit {echo}: runs started by emitted events stop at depth {MAX_EMIT_DEPTH}"
+    )
+    assert len(api.requests) == MAX_EMIT_DEPTH + 1
+    step = haunted.record.steps[0]
+    assert haunted.record.status is PlaybookRunStatus.FAILED and step.status is StepStatus.FAILED
+    assert f"no agent '{world.name('nobody')}' is applied" in step.reason
