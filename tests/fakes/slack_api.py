@@ -40,6 +40,7 @@ class Call:
     method: str
     args: dict[str, Any]
     status: int = 200
+    at: float = field(default_factory=time.monotonic)  # when it arrived (benches time the thread)
 
 
 @dataclass

@@ -71,6 +71,10 @@ class SlackStreaming:
         with self._slack._lock:
             return [s.status for s in self.statuses if (s.channel, s.thread_ts) == (channel, thread_ts)]
 
+    def all_streams(self) -> list[Stream]:
+        with self._slack._lock:
+            return list(self.streams.values())
+
     def stream_of(self, channel: str, ts: str) -> Stream | None:
         with self._slack._lock:
             return self.streams.get((channel, ts))
