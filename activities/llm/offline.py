@@ -4,10 +4,10 @@ It lets the embedded default show the whole flow — recall, a tool call that ne
 approval, the tool, the reply — and says plainly in every reply that it is offline. It
 follows simple cues in the request (whole words, never inside untrusted-data blocks):
 "read/summarise the thread", "capture/remember the decision", "what did we decide", "open
-an issue", "check with / ask <teammate>" (given `agent.ask_teammate`: it asks, with what it
-read so far as data, and quotes the answer). After saving a decision it offers an issue;
-a "yes" in the thread opens it in the agent's bound repository (the system prompt names
-it, `workflows.prompts`). A request to fix something ("fix", "failing", "broken", a CI
+an issue", "check with / ask <teammate>" (given `agent.ask_teammate`: it passes the request
+on, never what its tools returned, and quotes the answer). After saving a decision it
+offers an issue; a "yes" in the thread opens it in the agent's bound repository (the
+system prompt names it, `workflows.prompts`). A request to fix something ("fix", "failing", "broken", a CI
 investigation that may propose a fix), given the coding tools, runs
 `activities.llm.offline_coding`: it fixes the one bug it knows (the demo project's) and
 proposes the draft pull request. Any LiteLLM provider replaces it once its key is set.
@@ -24,7 +24,7 @@ from activities.llm.compaction import SUMMARY_INSTRUCTION
 from workflows.prompts import BOUND_REPOS_LINE, MEMORIES_HEADER
 from workflows.tool_catalog import model_tool_name
 from workflows.types import ToolCall
-from workflows.untrusted import TAG, UNTRUSTED_DATA_RULE, unwrap, wrap_untrusted
+from workflows.untrusted import TAG, UNTRUSTED_DATA_RULE, unwrap
 
 LABEL = "[offline model]"
 _REPO = re.compile(r"\b([A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9])\b")
@@ -171,8 +171,8 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
         return _call(messages, "slack.read_thread", {})
     teammate = next((n for n in _TEAMMATE.findall(cues) if n.lower() not in _NOT_TEAMMATES), None)
     if "agent.ask_teammate" in tools and teammate and not _called(messages, "agent.ask_teammate"):
-        found = "\n\n".join(_results(messages, turn))[:1500]
-        question = cues.strip()[:500] + (f"\n{wrap_untrusted(found, 'what I read')}" if found else "")
+        # The request only: what the tools returned is data, and a teammate's request is not.
+        question = cues.strip()[:500]
         return _call(messages, "agent.ask_teammate", {"teammate": teammate.lower(), "question": question})
     if "memory.save" in tools and wants_save and not _called(messages, "memory.save"):
         return _call(messages, "memory.save", {"content": _decision_text(messages, cues)})
