@@ -26,6 +26,7 @@ from surfaces import playbook_events
 from surfaces.app import add_background
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher
+from surfaces.slack.first_sign import FirstSign
 from surfaces.slack.outcome import Outcome
 
 log = logging.getLogger("openloop.slack")
@@ -95,7 +96,7 @@ def inbox_for(app: FastAPI) -> inbox.InboxDispatcher:
             slack = dispatcher_for(app)
             return slack.handle_event if slack is not None else None
 
-        dispatcher = inbox.InboxDispatcher(pool, handler)
+        dispatcher = inbox.InboxDispatcher(pool, handler, FirstSign(settings, lambda: dispatcher_for(app)))
         app.state.slack_inbox = dispatcher
     return dispatcher
 

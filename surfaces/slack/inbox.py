@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg.rows import dict_row
@@ -26,6 +26,9 @@ from surfaces.slack.assistant import is_direct, listed_bots, own_message
 from surfaces.slack.directory_events import DIRECTORY_EVENTS
 from surfaces.slack.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot
+
+if TYPE_CHECKING:
+    from surfaces.slack.first_sign import FirstSign
 
 log = logging.getLogger("openloop.slack")
 
@@ -109,10 +112,14 @@ class InboxDispatcher:
     """Claims due rows and hands each to the Slack dispatcher, until stopped."""
 
     def __init__(
-        self, pool: Callable[[], Awaitable[AsyncConnectionPool]], handler: Callable[[], Handler | None]
+        self,
+        pool: Callable[[], Awaitable[AsyncConnectionPool]],
+        handler: Callable[[], Handler | None],
+        first_sign: FirstSign | None = None,
     ):
         self._pool = pool
         self._handler = handler  # None while there is no Temporal connection yet
+        self._first_sign = first_sign  # shows work before the task can (`surfaces.slack.first_sign`)
         self._wake = asyncio.Event()
         self._last_prune = 0.0
 
@@ -138,6 +145,8 @@ class InboxDispatcher:
         assert isinstance(event_id, str)
         if await record(await self._pool(), event_id, payload, retry_num):
             self.wake()
+            if self._first_sign is not None:
+                self._first_sign.show(payload)  # in the background: the ack does not wait
             return Outcome("recorded")
         log.info("slack %s duplicate delivery (retry %s): already recorded", event_id, retry_num)
         return Outcome("duplicate: already recorded")
@@ -206,6 +215,8 @@ class InboxDispatcher:
                     (outcome.note, delay, event.event_id),
                 )
         for event, outcome in done:
+            if self._first_sign is not None:
+                self._first_sign.settle(event.event_id, outcome)
             if outcome.status >= 400:
                 log.warning("slack %s rejected: %s", event.event_id, outcome.note)
             await outcome.run_followups()
