@@ -153,6 +153,12 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     system = str((_last(messages, "system") or {}).get("content") or "")
     if SUMMARY_INSTRUCTION in str(last.get("content") or ""):
         return OfflineReply(f"{LABEL} Summary: the request was: {request[:300]}", [])
+    # Imported here: it builds on this module's replies. A playbook step answers in its shape.
+    from activities.llm.offline_playbook import playbook_step
+
+    step = playbook_step(messages, tools, request, cues, system)
+    if step is not None:
+        return step
 
     users = _users(messages)
     turn = users[-1] if users else 0  # the user's latest message: this turn starts there
