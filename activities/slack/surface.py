@@ -172,6 +172,8 @@ async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> P
     request = inp.request
     try:
         thread, messages = await where(client, context)
+        # In an assistant thread (a DM) the status says who the task waits for, until decided.
+        await status.set_status(client, context, status.waiting_for_approval(request.approver_ids or []))
         earlier = pending_approval(messages, request.request_id)
         if earlier is not None:
             return PostApprovalRequestResult(_message_ref(context.channel, earlier["ts"]))
@@ -205,6 +207,9 @@ async def resolve_approval_request(inp: ResolveApprovalRequestInput, rt: Runtime
     client = client_for(rt)
     context = inp.context
     request = inp.request
+    # Decided: in an assistant thread the status says the task works on (or, ended, clears).
+    working = inp.outcome in ("approved", "denied")
+    await status.set_status(client, context, status.WORKING_STATUS if working else "")
     try:
         thread, messages = await where(client, context)
         ref = _parse_ref(inp.message_ref)
