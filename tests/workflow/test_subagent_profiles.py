@@ -7,6 +7,7 @@ with `max_depth: 2` a grandchild runs and its cost rolls up to the root under it
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 
@@ -60,7 +61,8 @@ def lead_task(extra: str = "") -> TaskInput:
 
 
 def depth(task_id: str) -> int:
-    return task_id.count("-d")
+    """How many delegations below the root: each adds `-d<step>-<call key>` to the id."""
+    return len(re.findall(r"-d\d+-[0-9a-f]{8}-\d{3}", task_id))
 
 
 async def child_input(client: Client, task_id: str) -> TaskInput:
