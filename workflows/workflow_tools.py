@@ -89,7 +89,10 @@ class WorkflowTools:
     async def delegate(self, kind: str, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
         if not self.delegation.allowed():
             return ToolCallResult(
-                ok=False, output="Error (permission): a subagent cannot delegate", error_kind="permission"
+                ok=False,
+                output="Error (permission): at the depth limit (spec.subagents.max_depth): "
+                "do this work yourself",
+                error_kind="permission",
             )
         try:
             if kind == "teammate":

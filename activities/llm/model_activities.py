@@ -51,7 +51,8 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
         if inp.stream is not None:  # an earlier attempt streamed it: the closing reply edits that
             prepared.cached.streamed_ts = await streaming.streamed_before(pool, inp.task_id, inp.step)
         return prepared.cached
-    sink = await streaming.answer_stream(rt.settings, pool, inp, prepared.messages, activity.info().attempt)
+    attempt = activity.info().attempt if inp.stream is not None else 1  # only a streamed answer asks
+    sink = await streaming.answer_stream(rt.settings, pool, inp, prepared.messages, attempt)
     async with _heartbeating():
         tools = await _offered_tools(pool, inp)
         try:
