@@ -4,7 +4,9 @@
 approvals by permission; see `config.seed_form`) as today's form, or `--to seed` back.
 `resolve_loaded` turns `#channel` and `@handle` into Slack ids through the Slack API
 (`activities.slack.names`); `apply` needs it to succeed, `validate` without a Slack token
-only says which names will be resolved at apply.
+only says which names will be resolved at apply. At apply, each `#channel` resolved is also
+recorded by id in `slack_channel_names` (the table a `channel_rename` event updates), so
+the first rename's audit line names the channel's old name.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Annotated
 import aiohttp
 import typer
 import yaml
+from psycopg_pool import AsyncConnectionPool
 from rich.console import Console
 from rich.markup import escape
 from slack_sdk.errors import SlackApiError
@@ -28,6 +31,8 @@ from config.agent import AgentConfig
 from config.loader import AgentConfigError, ConfigProblem, converted_documents, value_location
 from config.seed_form import to_seed_form
 from config.settings import Settings
+from surfaces.cli.agents_db import with_database
+from surfaces.slack.directory_events import rename_channel_name
 
 Loaded = list[tuple[Path, list[AgentConfig]]]
 
@@ -65,18 +70,33 @@ def _problem(path: Path, document: int, found: NameProblem) -> ConfigProblem:
     return ConfigProblem(str(path), line, field or ".".join(str(p) for p in found.loc), found.message)
 
 
-async def _resolve_all(loaded: Loaded, settings: Settings) -> tuple[Loaded, list[ConfigProblem]]:
+async def _resolve_all(
+    loaded: Loaded, settings: Settings
+) -> tuple[Loaded, list[ConfigProblem], dict[str, str]]:
+    """The resolved agents, the names that did not resolve, and each channel id a `#name`
+    resolved to -> that name."""
     names = SlackNames(bot_client(settings))
     resolved: Loaded = []
     problems: list[ConfigProblem] = []
+    channels: dict[str, str] = {}
     for path, configs in loaded:
         mine: list[AgentConfig] = []
         for document, config in enumerate(configs):
+            for name in names_in(config):
+                channel = await names.channel(name[1:]) if name.startswith("#") else None
+                if channel is not None:  # read from the listing resolve_names reads too
+                    channels[channel] = name[1:]
             config, found = await resolve_names(config, names)
             problems += [_problem(path, document, f) for f in found]
             mine.append(config)
         resolved.append((path, mine))
-    return resolved, problems
+    return resolved, problems, channels
+
+
+async def record_channel_names(pool: AsyncConnectionPool, channels: dict[str, str]) -> None:
+    """Remember the name each bound channel had at apply (channel id -> name)."""
+    for channel_id, name in channels.items():
+        await rename_channel_name(pool, channel_id, name)
 
 
 def resolve_loaded(loaded: Loaded, *, required: bool) -> tuple[Loaded, bool]:
@@ -104,7 +124,7 @@ def resolve_loaded(loaded: Loaded, *, required: bool) -> tuple[Loaded, bool]:
                 console.print(f"  note: {shown} will be resolved through Slack at apply", soft_wrap=True)
         return loaded, not required
     try:
-        resolved, problems = asyncio.run(_resolve_all(loaded, settings))
+        resolved, problems, channels = asyncio.run(_resolve_all(loaded, settings))
     except SlackApiError as exc:
         console.print(
             f"[red]✗[/red] cannot read Slack names ({escape(error_code(exc))}); the bot token needs "
@@ -117,4 +137,6 @@ def resolve_loaded(loaded: Loaded, *, required: bool) -> tuple[Loaded, bool]:
         return loaded, False
     for problem in problems:
         console.print(f"[red]✗[/red] {escape(str(problem))}", soft_wrap=True)
+    if required and channels and not problems:  # apply: the names, for the first rename's audit
+        with_database(lambda pool: record_channel_names(pool, channels), migrate=True)
     return resolved, not problems
