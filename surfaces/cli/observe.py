@@ -2,8 +2,9 @@
 
 `tasks list` filters with the same visibility queries as the Web UI and `temporal workflow
 list --query`. `tasks show` and `explain` ask a running task itself (queries) and read a
-finished one from its recorded history, so they work with no worker running. `replay` runs
-recorded histories against the code in this checkout, before a deploy.
+finished one from its recorded history, so they work with no worker running. `explain` of a
+playbook run's id tells each step's task in order (`surfaces.cli.playbook_story`). `replay`
+runs recorded histories against the code in this checkout, before a deploy.
 Exit codes: 0 ok, 1 a failed replay or an unknown task, 2 Temporal unreachable or bad input.
 `replay` itself is in `surfaces.cli.replay`; how each command runs and fails, in
 `surfaces.cli.observe_run`.
@@ -23,6 +24,7 @@ from temporalio.service import RPCError
 
 from config.settings import Settings
 from surfaces.cli.observe_run import EXIT_FAILED, EXIT_UNAVAILABLE, Fail, output, run
+from surfaces.cli.playbook_story import find_run_story, print_explained
 from surfaces.cli.replay import parse_since, replay
 from surfaces.cli.task_tree import draw_tree, load_tree, rolled_up
 from surfaces.cli.terminal import commands
@@ -201,11 +203,16 @@ def _story_status(story: Story, description: Any) -> str:
     return f"{status} (no worker answered; from the history)"
 
 
-def explain(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]) -> None:
-    """Why a task is where it is: status, reason, what to do next, and every decision on the way."""
+def explain(task_id: Annotated[str, typer.Argument(help="The task or playbook run id.")]) -> None:
+    """Why a task is where it is: status, reason, what to do next, and every decision on the way
+    (for a playbook run: each step's task, status, output, cost and reason, in order)."""
 
     async def work(settings: Settings, client: Client | None) -> None:
         assert client is not None
+        run_story = await find_run_story(settings.database_url, client, task_id)
+        if run_story is not None:  # a playbook run: its steps' tasks, in order
+            print_explained(run_story, output())
+            return
         description = await describe_task(client, task_id)
         asked = await ask_task(client, task_id, description.task_queue)
         running = description.status == WorkflowExecutionStatus.RUNNING

@@ -3,14 +3,16 @@
 `apply` compiles the folder against the applied agents (nothing is stored when it has an
 error), stores a new version of each playbook whose content hash changed, retires the ones
 whose files are gone, and reconciles the Temporal Schedules of cron playbooks and `poll=`
-sensors (a schedule each, starting `PlaybookSensorPollWorkflow`). `runs` and
-`show` read the runs' rows in Postgres (a running run's steps come from its `progress`
-query); `schedule pause|unpause|trigger|backfill NAME` acts on a cron playbook's schedule.
+sensors (a schedule each, starting `PlaybookSensorPollWorkflow`); `openloop up` applies
+`./playbooks` the same way at start (`apply_folder`). `runs` reads the runs' rows in Postgres;
+`show` tells one run's story (`surfaces.cli.playbook_story`: each step's task, live while it
+runs); `schedule pause|unpause|trigger|backfill NAME` acts on a cron playbook's schedule.
 Exit codes: 0 ok, 1 compile errors or not found, 2 no stack.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -21,8 +23,7 @@ import typer
 from psycopg_pool import AsyncConnectionPool
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
-from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy, WorkflowExecutionStatus
+from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
 from activities.playbooks.apply import apply_playbooks
@@ -31,16 +32,17 @@ from activities.store import playbooks as playbook_rows
 from activities.store.agents import latest_agents
 from config.settings import Settings
 from surfaces.cli.memory import EXIT_NOT_FOUND, fail, run_with_pool, who
+from surfaces.cli.playbook_story import COLOURS, RunStory, draw_run, read_run_story
 from surfaces.cli.playbooks import DEFAULT_DIR, compile_folder, playbooks_app, print_report
+from surfaces.cli.terminal import commands
 from surfaces.client import connect
 from workflows.playbook_calls import SensorPoll
-from workflows.playbook_types import StepRun, StepStatus
+from workflows.playbook_types import StepStatus
 
 T = TypeVar("T")
 EXIT_NO_STACK = 2
 console = Console(highlight=False, soft_wrap=True)
 schedule_app = typer.Typer(help="A cron playbook's Temporal Schedule.", no_args_is_help=True)
-_COLOURS = {"SUCCEEDED": "green", "FAILED": "red", "SKIPPED": "yellow", "RUNNING": "cyan", "PENDING": "dim"}
 
 
 def register(app: typer.Typer) -> None:
@@ -68,6 +70,57 @@ def with_stack(work: Callable[[AsyncConnectionPool, Client], Awaitable[T]]) -> T
     return run_with_pool(both)
 
 
+async def apply_folder(
+    pool: AsyncConnectionPool,
+    client: Client,
+    folder: Path,
+    task_queue: str,
+    overlap: str = DEFAULT_OVERLAP,
+    applied_by: str = "",
+    out: Console = console,
+) -> bool:
+    """Compile `folder` against the applied agents and, when it has no error, store its playbooks
+    and reconcile their schedules and poll sensors, saying what changed; False on errors."""
+    configs = [stored.config for stored in await latest_agents(pool)]
+    report = await asyncio.to_thread(compile_folder, folder, configs)
+    where = await asyncio.to_thread(folder.resolve)
+    if not report.ok:
+        print_report(report, out)
+        out.print("[red]nothing applied: fix the errors above first[/red]")
+        return False
+    for warning in report.warnings:
+        out.print(f"[yellow]![/yellow] {escape(str(warning))}")
+    events = list(report.events.values())
+    polls = [
+        (SensorPoll(ref=s.ref, emits=s.emits, folder=str(where)), s.poll_seconds)
+        for s in report.sensors
+        if s.poll_seconds is not None
+    ]
+    done = await apply_playbooks(
+        client, pool, report.playbooks, events, task_queue, overlap, applied_by or who(), polls
+    )
+    stored, schedules = done.stored, done.schedules
+    for label, names in (
+        ("stored", stored.created),
+        ("unchanged", stored.unchanged),
+        ("retired", stored.retired),
+    ):
+        for name in names:
+            out.print(f"{label:>10}  {escape(name)}")
+    for label, names in (
+        ("created", schedules.created), ("updated", schedules.updated), ("deleted", schedules.deleted),
+    ):  # fmt: skip
+        for name in names:
+            out.print(f"{'schedule':>10}  {escape(name)} {label} ({schedule_id(name)})")
+    for label, names in (
+        ("created", done.polls.created), ("updated", done.polls.updated), ("deleted", done.polls.deleted),
+    ):  # fmt: skip
+        for name in names:
+            out.print(f"{'poll':>10}  sensor {escape(name)} {label}")
+    out.print(f"[green]✓[/green] {len(report.playbooks)} playbook(s) applied from {escape(str(folder))}")
+    return True
+
+
 def apply_command(
     folder: Annotated[Path, typer.Option("--dir", help="The playbooks folder")] = DEFAULT_DIR,
     overlap: Annotated[
@@ -83,45 +136,7 @@ def apply_command(
     settings = Settings.from_env()
 
     async def work(pool: AsyncConnectionPool, client: Client) -> bool:
-        configs = [stored.config for stored in await latest_agents(pool)]
-        report = compile_folder(folder, configs)
-        if not report.ok:
-            print_report(report)
-            console.print("[red]nothing applied: fix the errors above first[/red]")
-            return False
-        for warning in report.warnings:
-            console.print(f"[yellow]![/yellow] {escape(str(warning))}")
-        events = list(report.events.values())
-        polls = [
-            (SensorPoll(ref=s.ref, emits=s.emits, folder=str(folder.resolve())), s.poll_seconds)
-            for s in report.sensors
-            if s.poll_seconds is not None
-        ]
-        done = await apply_playbooks(
-            client, pool, report.playbooks, events, settings.task_queue, overlap, who(), polls
-        )
-        stored, schedules = done.stored, done.schedules
-        for label, names in (
-            ("stored", stored.created),
-            ("unchanged", stored.unchanged),
-            ("retired", stored.retired),
-        ):
-            for name in names:
-                console.print(f"{label:>10}  {escape(name)}")
-        for label, names in (
-            ("created", schedules.created), ("updated", schedules.updated), ("deleted", schedules.deleted),
-        ):  # fmt: skip
-            for name in names:
-                console.print(f"{'schedule':>10}  {escape(name)} {label} ({schedule_id(name)})")
-        for label, names in (
-            ("created", done.polls.created), ("updated", done.polls.updated), ("deleted", done.polls.deleted),
-        ):  # fmt: skip
-            for name in names:
-                console.print(f"{'poll':>10}  sensor {escape(name)} {label}")
-        console.print(
-            f"[green]✓[/green] {len(report.playbooks)} playbook(s) applied from {escape(str(folder))}"
-        )
-        return True
+        return await apply_folder(pool, client, folder, settings.task_queue, overlap)
 
     if not with_stack(work):
         raise typer.Exit(1)
@@ -142,67 +157,44 @@ def runs_command(
     if not runs:
         console.print("no playbook runs yet" + (f" of {escape(playbook)}" if playbook else ""))
         return
-    table = Table("run", "playbook", "status", "event", "steps", "cost", "started", box=None)
-    for run in runs:
+    for run in runs:  # the id whole on its own line, to copy into `show` or `explain`
         record = run.record
         done = sum(step.status is StepStatus.SUCCEEDED for step in record.steps)
-        colour = _COLOURS.get(record.status.value, "white")
-        table.add_row(
-            escape(record.run_id), f"{escape(record.playbook)} v{record.version}",
-            f"[{colour}]{record.status.value}[/]", escape(record.event_name), f"{done}/{len(record.steps)}",
-            f"${record.cost_usd:.4f}", run.started_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S"),
-        )  # fmt: skip
-    console.print(table)
-
-
-async def _progress(client: Client, run_id: str) -> list[StepRun] | None:
-    """A running run's steps from its `progress` query; None when it is not running."""
-    handle = client.get_workflow_handle(run_id)
-    try:
-        if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
-            return None
-        return await handle.query("progress", result_type=list[StepRun])
-    except RPCError:
-        return None
+        colour = COLOURS.get(record.status.value, "white")
+        started = run.started_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        console.print(f"[bold]{escape(record.run_id)}[/bold]")
+        console.print(
+            f"  {escape(record.playbook)} v{record.version} · [{colour}]{record.status.value}[/] · "
+            f"on {escape(record.event_name)} · {done}/{len(record.steps)} steps · "
+            f"${record.cost_usd:.4f} · {started}"
+        )
+    console.print("[dim]one run's steps: openloop playbooks show RUN (or openloop explain RUN)[/dim]")
 
 
 def show_command(run_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """One run: its event, each step's status, output, cost and reason."""
+    """One run: its event, then each step in order with its task, status, output, cost and reason."""
 
-    async def read(pool: AsyncConnectionPool, client: Client) -> tuple[Any, list[StepRun] | None]:
-        return await playbook_rows.get_run(pool, run_id), await _progress(client, run_id)
+    async def read(pool: AsyncConnectionPool, client: Client) -> RunStory | None:
+        return await read_run_story(pool, client, run_id)
 
-    run, live = with_stack(read)
-    if run is None:
+    story = with_stack(read)
+    if story is None:
         raise fail(f"no playbook run {run_id}: see `openloop playbooks runs`", EXIT_NOT_FOUND)
-    record = run.record.model_copy(update={"steps": live}) if live is not None else run.record
+    record = story.record
     if as_json:
         print(json.dumps(record.model_dump(mode="json"), indent=2))
         return
-    colour = _COLOURS.get(record.status.value, "white")
+    colour = COLOURS.get(record.status.value, "white")
     console.print(f"[bold]{escape(record.run_id)}[/bold]  {escape(record.playbook)} v{record.version}")
-    console.print(
-        f"status   [{colour}]{record.status.value}[/]"
-        + (f": {escape(record.reason)}" if record.reason else "")
-    )
+    console.print(f"status   [{colour}]{record.status.value}[/]: {escape(story.reason)}")
+    if story.action:
+        console.print(f"next     {escape(commands(story.action))}")
     console.print(
         f"event    {escape(record.event_name)} (key {escape(record.run_key)}, depth {record.depth})"
     )
     console.print(f"fields   {escape(json.dumps(record.event, ensure_ascii=False))}")
     console.print(f"cost     ${record.cost_usd:.4f}")
-    for step in record.steps:
-        step_colour = _COLOURS.get(step.status.value, "white")
-        console.print(
-            f"\n[bold]{escape(step.name)}[/bold]  [{step_colour}]{step.status.value}[/]  "
-            f"${step.cost_usd:.4f}, {step.tokens} tokens"
-            + (f"  task {escape(step.task_id)}" if step.task_id else "")
-        )
-        if step.attempts:
-            console.print(f"  answers that did not validate: {step.attempts}")
-        if step.output:
-            console.print(f"  output  {escape(json.dumps(step.output, ensure_ascii=False))}")
-        if step.reason:
-            console.print(f"  reason  {escape(step.reason)}")
+    console.print(draw_run(story), soft_wrap=False)
 
 
 def _on_schedule(name: str, act: Callable[[Any], Awaitable[str]]) -> None:

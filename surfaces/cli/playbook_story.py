@@ -1,0 +1,193 @@
+"""A playbook run's story, for `openloop playbooks show RUN` and `openloop explain RUN`.
+
+A run is a `PlaybookRunWorkflow` whose steps are child agent tasks, so its story is its stored
+record (event, steps, outputs, costs, reasons; a running run's steps from its `progress`
+query) with each step's task read the way `openloop tasks show` reads a task: from its
+history, with its own children (`surfaces.cli.task_tree`), and, while it runs, from the task
+itself (what it waits for, who can move it on). Drawn as a tree in the steps' running order:
+the run, each step with its status, cost, output and reason, and under it its task.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.service import RPCError
+
+from activities.store import playbooks as playbook_rows
+from surfaces.cli.task_tree import TaskNode, draw_tree, load_tree
+from surfaces.cli.terminal import commands
+from surfaces.task_lookup import ask_task, while_running
+from surfaces.timeline import story_from_history
+from workers import history as histories
+from workflows import search
+from workflows.playbook_calls import RunRecord
+from workflows.playbook_types import PlaybookRunStatus, StepRun, StepStatus
+
+__all__ = [
+    "RUN_PREFIX",
+    "RunStory",
+    "StepTask",
+    "draw_run",
+    "find_run_story",
+    "print_explained",
+    "progress",
+    "read_run_story",
+]
+
+RUN_PREFIX = "playbook-"  # every run's id starts so (`activities.playbooks.starts`)
+COLOURS = {"SUCCEEDED": "green", "FAILED": "red", "SKIPPED": "yellow", "RUNNING": "cyan", "PENDING": "dim"}
+CONNECT_TIMEOUT_S = 5.0
+
+
+@dataclass
+class StepTask:
+    step: StepRun
+    task: TaskNode | None  # the step's child task and its own children; None before it started
+    doing: str = ""  # a running task's live state: "waiting for cli:local to approve …"
+    action: str = ""  # what would move it on
+
+
+@dataclass
+class RunStory:
+    record: RunRecord
+    steps: list[StepTask]
+    reason: str
+    action: str
+
+
+async def progress(client: Client, run_id: str) -> list[StepRun] | None:
+    """A running run's steps from its `progress` query; None when it is not running."""
+    handle = client.get_workflow_handle(run_id)
+    try:
+        if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+            return None
+        return await handle.query("progress", result_type=list[StepRun])
+    except RPCError:
+        return None
+
+
+async def _step_task(client: Client, step: StepRun) -> StepTask:
+    if not step.task_id:
+        return StepTask(step, None)
+    try:
+        events = (await histories.fetch_history(client, step.task_id)).events
+        description = await client.get_workflow_handle(step.task_id).describe()
+    except RPCError:
+        return StepTask(step, None)
+    node = await load_tree(client, step.task_id, story_from_history(events), "step")
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        return StepTask(step, node)
+    asked = await ask_task(client, step.task_id, description.task_queue)
+    if asked is None:
+        return StepTask(step, node, "no worker is running to ask", "Start a worker (`openloop up`).")
+    surface = description.typed_search_attributes.get(search.SURFACE) or ""
+    doing, action = while_running(asked[1], surface)
+    return StepTask(step, node, doing, action)
+
+
+def _now(record: RunRecord, steps: list[StepTask]) -> tuple[str, str]:
+    """Why the run is where it is, and what would move it on."""
+    if record.status is PlaybookRunStatus.RUNNING:
+        waiting = next((s for s in steps if s.doing), None)
+        if waiting is not None:
+            return f"step {waiting.step.name}: {waiting.doing}", waiting.action
+        running = [s.step.name for s in steps if s.step.status is StepStatus.RUNNING]
+        return (
+            f"running step(s) {', '.join(running) or '(none yet)'}",
+            f"Nothing: it is working (`openloop playbooks show {record.run_id}` follows it).",
+        )
+    if record.status is PlaybookRunStatus.FAILED:
+        failed = next((s for s in steps if s.step.status is StepStatus.FAILED), None)
+        if failed is not None and failed.step.task_id:
+            return record.reason, f"See why its task stopped: `openloop explain {failed.step.task_id}`."
+        return record.reason, "Fix what the reason names, then send the event again or trigger the schedule."
+    return record.reason or "every step succeeded", ""
+
+
+async def read_run_story(pool: AsyncConnectionPool, client: Client, run_id: str) -> RunStory | None:
+    """The run's story, None when no run has this id."""
+    run = await playbook_rows.get_run(pool, run_id)
+    if run is None:
+        return None
+    live = await progress(client, run_id)
+    record = run.record.model_copy(update={"steps": live}) if live is not None else run.record
+    steps = [await _step_task(client, step) for step in record.steps]
+    reason, action = _now(record, steps)
+    return RunStory(record, steps, reason, action)
+
+
+async def find_run_story(database_url: str | None, client: Client, run_id: str) -> RunStory | None:
+    """The story of the playbook run `run_id`, None when it is no run's id or there is no database
+    to read runs from (the caller then treats the id as a task's)."""
+    if not database_url or not run_id.startswith(RUN_PREFIX):
+        return None
+    try:
+        async with AsyncConnectionPool(
+            database_url,
+            min_size=1,
+            max_size=2,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            open=False,
+        ) as pool:
+            await pool.wait(timeout=CONNECT_TIMEOUT_S)
+            return await read_run_story(pool, client, run_id)
+    except (psycopg.Error, TimeoutError):
+        return None
+
+
+def _status(value: str) -> str:
+    return f"[{COLOURS.get(value, 'white')}]{escape(value)}[/]"
+
+
+def draw_run(story: RunStory) -> Tree:
+    """The run and its steps in running order: status, cost and tokens, output, reason, and the
+    step's task (agent, status, model steps, cost) with what it waits for while it runs."""
+    record = story.record
+    tree = Tree(
+        f"[bold]{escape(record.run_id)}[/bold]  {escape(record.playbook)} v{record.version} · "
+        f"{_status(record.status.value)} · on {escape(record.event_name)} · ${record.cost_usd:.4f}"
+    )
+    for number, item in enumerate(story.steps, 1):
+        step = item.step
+        branch = tree.add(
+            f"{number}. [bold]{escape(step.name)}[/bold]  {_status(step.status.value)} · "
+            f"${step.cost_usd:.4f} · {step.tokens} tokens"
+            + (f" · {step.attempts} answer(s) did not validate" if step.attempts else "")
+        )
+        if item.task is not None:
+            draw_tree(item.task, branch)
+            for entry in item.task.story.entries:  # who was asked, who decided
+                if entry.kind == "approval":
+                    branch.add(f"approval: {escape(entry.what)}")
+        elif step.task_id:
+            branch.add(f"task {escape(step.task_id)} (its history could not be read)")
+        if item.doing:
+            branch.add(f"now: {escape(item.doing)}")
+        if step.output:
+            branch.add(f"output {escape(json.dumps(step.output, ensure_ascii=False))}")
+        if step.reason:
+            branch.add(f"reason {escape(step.reason)}")
+    return tree
+
+
+def print_explained(story: RunStory, out: Console) -> None:
+    """`openloop explain RUN`: status, reason, next action, then the steps' story."""
+    record = story.record
+    out.print(f"[bold]{escape(record.run_id)}[/bold]: {record.status.value}")
+    out.print(
+        f"Playbook {escape(record.playbook)} v{record.version} on {escape(record.event_name)} "
+        f"(key {escape(record.run_key)}, depth {record.depth}), ${record.cost_usd:.4f}"
+    )
+    out.print(f"Reason: {escape(story.reason or '–')}")
+    out.print(f"Next: {escape(commands(story.action) if story.action else '–')}")
+    out.print("Steps (in running order, each a task):")
+    out.print(draw_run(story), soft_wrap=False)
