@@ -195,6 +195,11 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
         coding = coding_step(messages, tools, cues, system)
         if coding is not None:
             return coding
+    from activities.llm.offline_thread import thread_story  # the thread's summary, issue, link
+
+    story = thread_story(messages, tools, request=cues, answer=answer, offered=offered, system=system)
+    if story is not None:
+        return story
     if can_issue and wants_issue:
         repo = _repo(f"{request}\n{answer}", system)
         if repo is None:
