@@ -14,7 +14,7 @@ the thread-to-task lookup in `surfaces.slack.waiting`.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -23,6 +23,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from activities.slack import blocks
 from activities.slack.client import SlackNotConfigured, bot_client, error_code
+from activities.slack.names import directory
 from activities.slack.status import STOP_ACTION
 from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
@@ -46,7 +47,6 @@ from workflows.types import (
 log = logging.getLogger("openloop.slack")
 
 QUERY_TIMEOUT = timedelta(seconds=2)
-USERGROUP_CACHE_SECONDS = 60.0
 DEFAULT_REQUEST = "Read this thread and help with it."
 
 
@@ -59,7 +59,6 @@ class SlackDispatcher:
         self._recent = RecentKeys()
         self.steering = Steering(settings, temporal, self.waiting, self._may_trigger, self._recent)
         self.direct = DirectMessages(settings, temporal, self.steering, self._may_trigger)
-        self._groups: dict[str, tuple[float, frozenset[str]]] = {}
         self._own_user: str | None = None
 
     # Events ------------------------------------------------------------------------------
@@ -172,19 +171,15 @@ class SlackDispatcher:
         return triggers.everyone and not triggers.users and not triggers.usergroups
 
     async def _group_members(self, group: str) -> frozenset[str]:
-        now = datetime.now(UTC).timestamp()
-        cached = self._groups.get(group)
-        if cached and now - cached[0] < USERGROUP_CACHE_SECONDS:
-            return cached[1]
+        """The group's members from the process's Slack directory, which approvals share (one
+        short-lived cache of user groups, `activities.slack.names`)."""
         try:
-            response = await bot_client(self.settings).usergroups_users_list(usergroup=group)
-            members = frozenset(str(u) for u in response.get("users") or [])
+            members = await directory(self.settings).members(group)
         except (SlackApiError, SlackNotConfigured) as exc:
             # Fail closed: a group we cannot read admits nobody.
             log.warning("cannot read user group %s: %s", group, _slack_reason(exc))
             return frozenset()
-        self._groups[group] = (now, members)
-        return members
+        return frozenset(members or ())
 
     # Interactivity -----------------------------------------------------------------------
 
