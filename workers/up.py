@@ -2,7 +2,9 @@
 
 Starts PostgreSQL + pgvector (pgserver) and the Temporal dev server (Web UI included) with
 their data under the state dir, applies migrations, applies the shipped example agents on
-first run, then runs the worker, a loop worker and the HTTP surfaces server in this process.
+first run, compiles and applies a `./playbooks` folder when there is one (its problems are
+reported, the stack starts without it), then runs the worker, a loop worker and the HTTP
+surfaces server in this process.
 Ctrl-C or SIGTERM stops every child it started; a second `up` with the same state dir keeps all data.
 """
 
@@ -20,6 +22,7 @@ from pathlib import Path
 import uvicorn
 from rich.console import Console
 from rich.markup import escape
+from temporalio.client import Client
 
 from activities.store.agents import apply_agent, list_agents
 from activities.store.db import apply_migrations_async, close_pools, get_pool
@@ -149,6 +152,7 @@ async def run_stack(
             progress("connecting the worker")
             client = await connect(settings)
             await _ensure_schedules(client, settings)
+            await apply_playbooks_at_start(client, settings, stack.database_url, console)
             worker = build_worker(client, settings)
             _, loop_workers = build_loop_workers(client, settings)
             server = uvicorn.Server(
@@ -237,6 +241,32 @@ def _print_up(console: Console, settings: Settings, stack: Stack) -> None:
     dashboard = login_url(settings, operator, "admin")
     console.print(f"  Dashboard  {dashboard}", soft_wrap=True, markup=False, highlight=False)
     console.print(f"Try: [bold]{escape(ask)}[/]\nStop with Ctrl-C.")
+
+
+async def apply_playbooks_at_start(
+    client: Client, settings: Settings, database_url: str, console: Console
+) -> bool | None:
+    """A `./playbooks` folder where `up` runs is compiled and applied, as `openloop playbooks
+    apply` does; a problem is reported and the stack starts without it. None: no folder."""
+    # Imported here: the CLI's apply, said on this console; most stacks have no folder.
+    from surfaces.cli.playbook_runs import apply_folder
+    from surfaces.cli.playbooks import DEFAULT_DIR as PLAYBOOKS_DIR
+
+    if not await asyncio.to_thread(PLAYBOOKS_DIR.is_dir):
+        return None
+
+    console.log(f"applying the playbooks in ./{PLAYBOOKS_DIR}")
+    try:
+        pool = await get_pool(database_url)
+        applied = await apply_folder(
+            pool, client, PLAYBOOKS_DIR, settings.task_queue, applied_by="openloop up", out=console
+        )
+    except Exception as exc:  # noqa: BLE001 - the stack runs without them; say why
+        console.print(f"[red]./{PLAYBOOKS_DIR} was not applied:[/] {escape(str(exc))}")
+        applied = False
+    if not applied:
+        console.print(f"the stack runs without them: fix, then {commands('openloop playbooks apply')}")
+    return applied
 
 
 async def _ensure_schedules(client: object, settings: Settings) -> None:

@@ -164,19 +164,31 @@ def draw_run(story: RunStory) -> Tree:
             + (f" · {step.attempts} answer(s) did not validate" if step.attempts else "")
         )
         if item.task is not None:
-            draw_tree(item.task, branch)
-            for entry in item.task.story.entries:  # who was asked, who decided
-                if entry.kind == "approval":
-                    branch.add(f"approval: {escape(entry.what)}")
+            _draw_task(item.task, branch)
         elif step.task_id:
             branch.add(f"task {escape(step.task_id)} (its history could not be read)")
         if item.doing:
-            branch.add(f"now: {escape(item.doing)}")
+            branch.add(f"now      {escape(item.doing)}")
         if step.output:
-            branch.add(f"output {escape(json.dumps(step.output, ensure_ascii=False))}")
+            branch.add(f"output  {escape(json.dumps(step.output, ensure_ascii=False))}")
         if step.reason:
-            branch.add(f"reason {escape(step.reason)}")
+            branch.add(f"reason  {escape(step.reason)}")
     return tree
+
+
+def _draw_task(task: TaskNode, branch: Tree) -> None:
+    """The step's task, the approvals asked and decided in it, and the tasks it started."""
+    node = branch.add(
+        f"task {escape(task.task_id)} · agent {escape(task.agent)} · {escape(task.status)} · "
+        f"{task.steps} model step(s) · ${task.story.cost_usd:.4f}"
+    )
+    for entry in task.story.entries:
+        if entry.kind == "approval":
+            node.add(f"approval: {escape(entry.what)}")
+    for child in task.children:  # its subagents and teammates, drawn as `tasks show` draws them
+        draw_tree(child, node)
+    if task.left_out:
+        node.add(f"[dim]… {task.left_out} more not shown[/dim]")
 
 
 def print_explained(story: RunStory, out: Console) -> None:
