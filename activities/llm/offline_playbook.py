@@ -11,12 +11,14 @@ example playbooks would otherwise fail at their first step, so the stand-in answ
 - then it answers, ending with the object: a field named like a value the request carries
   (`repo` beside `{{ event.repo }}`) takes that value; an enum takes the choice the data it
   read points to (its own word, or a common sign of it: `assert` for `real`, `timeout` for
-  `flaky`), else one picked by a stable hash of the request; a `*_url` the matching link it
-  saw (`/pull/` for `pull_request_url`), or nothing when the field is optional; other strings
-  the failure lines it read, its coding report, or the gist of the instructions; numbers 0,
-  booleans false (it scanned, counted and posted nothing).
+  `flaky`; in a log's failure lines when it read one), else one picked by a stable hash of
+  the request; a `*_url` the matching link it saw (`/pull/` for `pull_request_url`), or
+  nothing when the field is optional; other strings its coding report, the failure lines it
+  read, or the gist of the instructions; numbers 0, booleans false (it scanned, counted and
+  posted nothing).
 
-It opens no issue and posts nothing on a step's behalf: it cannot judge whether it should.
+Beyond the coding skill's pull request (which a person approves), it opens no issue and posts
+nothing on a step's behalf: it cannot judge whether it should.
 Deterministic, like `activities.llm.offline`: what to do is read from the request outside its
 untrusted-data blocks, values from the blocks and from its own tool results.
 """
@@ -186,7 +188,8 @@ class _Answer:
     def _choice(self, choices: tuple[str, ...]) -> str | None:
         if not choices:
             return None
-        evidence = "\n".join([*self.results, *self.values.values()]).lower()
+        # The failure lines when a log was read (a runs list says "failed" of every run), else all.
+        evidence = "\n".join(self.failure_lines() or [*self.results, *self.values.values()]).lower()
 
         def score(choice: str) -> int:
             words = (choice.lower(), *_SIGNS.get(choice.lower(), ()))
