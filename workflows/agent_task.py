@@ -129,7 +129,7 @@ class AgentTaskWorkflow:
 
     @workflow.signal
     def extend_budget(self, extension: BudgetExtension) -> None:
-        if not policy.may_approve(self.agent, extension.by):
+        if not self.waits.extenders.may_extend(extension.by):
             self.record.record("refused", f"budget extension by {extension.by} ignored: not an approver")
             return
         self.meter.extend(extension)

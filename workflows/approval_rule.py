@@ -35,7 +35,14 @@ class DecisionProblem:
 
 def allowed_approvers(request: ApprovalRequest) -> list[str]:
     """The user ids (and other surface identities, e.g. `cli:local`) that may decide."""
-    return list(request.approver_ids) if request.approver_ids is not None else list(request.approvers)
+    return allowed_ids(request.approvers, request.approver_ids)
+
+
+def allowed_ids(approvers: list[str], approver_ids: list[str] | None) -> list[str]:
+    """Who may decide, given the listed approvers and the ids they were resolved to (None:
+    not resolved, so the listed entries themselves). A budget extension uses it too
+    (`workflows.budget_extenders`): whoever may approve may extend."""
+    return list(approver_ids) if approver_ids is not None else list(approvers)
 
 
 def may_decide(request: ApprovalRequest, approver: str) -> bool:

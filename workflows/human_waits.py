@@ -18,6 +18,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.outcomes import status_line
     from workflows.types import ActivityName, PostReplyInput, TaskInput, TaskStatus
 
+from workflows.budget_extenders import BudgetExtenders
 from workflows.conversation import Conversation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop
 from workflows.usage_meter import UsageMeter
@@ -44,6 +45,7 @@ class HumanWaits:
         # Slack messages the model streamed the answer into: the next post edits them.
         self.streamed: list[str] = []
         self.asked = ""  # the question posted last, which nobody answered yet
+        self.extenders = BudgetExtenders(inp)  # who may extend the budget: the approvers
 
     async def post(self, text: str, status: TaskStatus, *, answer: bool = True) -> None:
         """Post in the task's thread; an `answer` takes the place of what was streamed of it."""
@@ -91,6 +93,7 @@ class HumanWaits:
         if self.inp.parent is not None:
             raise TaskStop(TaskStatus.BUDGET_EXHAUSTED, hit.reason)  # its slice is all it gets
         before = self.meter.ceilings
+        await self.extenders.resolve(self.meter.usage.iterations)
         self.record.set_status(TaskStatus.WAITING_BUDGET)
         await self.post(
             status_line(TaskStatus.BUDGET_EXHAUSTED, hit.reason)
