@@ -210,8 +210,9 @@ class _Answer:
         return None if field.optional else (seen[-1].rstrip(".,") if seen else "")
 
     def _gist(self) -> str:
-        if self.report:
-            return _cut(" ".join(self.report.split()))
+        if self.report:  # what it fixed, and what became of the pull request
+            lines = [line.strip() for line in self.report.splitlines() if line.strip()]
+            return _cut(" ".join(lines[:1] + lines[1:][-1:]))
         failures = self.failure_lines()
         if failures:
             return _cut("; ".join(failures))

@@ -154,6 +154,10 @@ def test_the_example_playbooks_run_on_the_embedded_stack_with_the_offline_model(
     assert pull["head"]["ref"] == f"openloop/{run_id}.propose"
     assert propose["output"]["pull_request_url"] == pull["html_url"]
     assert propose["output"]["repo"] == serve_github.REPO
+    assert (
+        propose["output"]["summary"]
+        == f"Fixed tests/test_calc.py::test_mean. Draft pull request: {pull['html_url']}"
+    )
     assert announce["status"] == "SUCCEEDED" and announce["steps"][0]["output"] == {"posted": False}
     assert announce["event"]["pull_request_url"] == pull["html_url"]
 
