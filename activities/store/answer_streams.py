@@ -3,13 +3,17 @@
 Written the moment Slack created the streamed message, before any more text goes into it,
 so an attempt that dies mid-answer still leaves the message findable: the retry removes it
 (`activities.slack.streaming`), and a retry that finds the answer already stored hands the
-message on to the closing reply instead.
+message on to the closing reply instead. Pruned by the daily retention run (`prune`).
 """
 
 from __future__ import annotations
 
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
+
+# A row is only read by the retries of the model call that streamed (about an hour at most,
+# `workflows.activity_options.MODEL_RETRY`); the daily retention run deletes older ones.
+KEEP_STREAMS = "1 day"
 
 
 async def started(pool: AsyncConnectionPool, task_id: str, step: int, channel: str, ts: str) -> None:
@@ -36,3 +40,12 @@ async def forget(pool: AsyncConnectionPool, task_id: str, step: int, ts: str) ->
         await conn.execute(
             "DELETE FROM answer_streams WHERE task_id = %s AND step = %s AND ts = %s", (task_id, step, ts)
         )
+
+
+async def prune(pool: AsyncConnectionPool) -> int:
+    """Delete the rows no model call can look for anymore; how many."""
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "DELETE FROM answer_streams WHERE started_at < now() - %s::interval", (KEEP_STREAMS,)
+        )
+        return cursor.rowcount

@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.llm.embeddings import is_offline
 from activities.runtime import runtime
-from activities.store import task_constants
+from activities.store import answer_streams, task_constants
 from activities.store.ledger import UsageRow, write_audit, write_usage
 from activities.store.memory import purge_expired
 from activities.store.memory_search import search_with_usage
@@ -57,8 +57,12 @@ async def recall(inp: RecallInput) -> RecallResult:
 
 @activity.defn(name=PURGE_EXPIRED_MEMORIES)
 async def purge_expired_memories(inp: PurgeInput) -> PurgeResult:
-    """Purge in short batches, heartbeating between them, until nothing expired is left."""
+    """Purge in short batches, heartbeating between them, until nothing expired is left.
+    Slack answer streams past any model call's retries go too (one small table)."""
     pool = await runtime().pool()
+    streams = await answer_streams.prune(pool)
+    if streams:
+        activity.logger.info("pruned %d answer stream rows", streams)
     deleted = 0
     for batch in range(1, inp.max_batches + 1):
         count = await purge_expired(pool, inp.batch_size)
