@@ -6,10 +6,13 @@ surfaces app on uvicorn in a child process (as `bench.slack_ack` serves it), and
 Slack Web API and fake Chat Completions API on loopback.
 
 1. First sign of work: signed `app_mention` events, each a new task, from the same aiohttp
-   generator and at the same rate as the Slack ack bench; measured from each event's
-   scheduled send time to the first call that changes the thread for that mention (the
-   working reaction, the assistant status or the progress message) as the fake Slack
-   received it. Once at a trickle, once at the ack bench's load. Target p95 < 1 s.
+   generator as the Slack ack bench; measured from each event's scheduled send time to the
+   first call that changes the thread for that mention (the working reaction, the assistant
+   status or the progress message) as the fake Slack received it. At a trickle (one at a
+   time), at a realistic rate (5 mentions/s), and at the ack bench's load (200 mentions/s,
+   measured last, so its 1,000 tasks do not slow the streaming figure). Target p95 < 1 s.
+   The fake Slack has no rate tiers: in a real workspace reactions.add is Tier 3 (about 50
+   a minute), so the surface shows at most that many signs a minute (`surfaces.slack.first_sign`).
 2. First streamed token: tasks one after another whose model (the fake API, streaming)
    writes its answer in pieces; the time between the model's first piece leaving the
    provider and the first text arriving at Slack (`chat.startStream`). Target < 300 ms.
@@ -37,6 +40,7 @@ from pydantic import SecretStr
 from activities import runtime as activity_runtime
 from activities.llm import health
 from activities.llm.providers import API_BASE_ENV
+from activities.slack.posting import DONE
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool
 from bench.common import embedded_stack, log, stats, write_result
@@ -59,6 +63,8 @@ ANSWER = "The thread settles on Postgres 16 for the ledger. " * 8
 @dataclass
 class Sizes:
     trickle: int = 20  # mentions one at a time
+    realistic_rate: float = 5.0  # mentions per second a busy workspace might send
+    realistic_seconds: float = 10.0
     rate: float = 200.0  # the ack bench's load, requests per second
     seconds: float = 5.0
     concurrency: int = 256
@@ -66,7 +72,7 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(trickle=3, rate=20.0, seconds=1.0, streamed=3)
+        return cls(trickle=3, realistic_seconds=1.0, rate=20.0, seconds=1.0, streamed=3)
 
 
 def _agent(name: str, channel: str, model: str) -> AgentConfig:
@@ -97,9 +103,16 @@ def _mention(channel: str, ts: str, index: int) -> bytes:
 
 
 async def _send(
-    url: str, slack: FakeSlack, channel: str, rate: float, count: int, concurrency: int
+    url: str,
+    slack: FakeSlack,
+    channel: str,
+    rate: float,
+    count: int,
+    concurrency: int,
+    posted: dict[str, float] | None = None,
 ) -> dict[str, float]:
-    """Send `count` mentions at `rate`; each mention's ts -> its scheduled send time."""
+    """Send `count` mentions at `rate`; each mention's ts -> its scheduled send time (and
+    into `posted`, when the generator, on the same cores, actually sent it)."""
     timestamps = [slack.add_message(channel, f"mention {i}", user="U0ALICE") for i in range(count)]
     prepared = [(_mention(channel, ts, i), ts) for i, ts in enumerate(timestamps)]
     signed = [(body, _headers(body), ts) for body, ts in prepared]
@@ -110,6 +123,8 @@ async def _send(
         async def one(body: bytes, headers: dict[str, str], ts: str, scheduled: float) -> None:
             await asyncio.sleep(max(0.0, scheduled - time.monotonic()))
             sent[ts] = scheduled
+            if posted is not None:
+                posted[ts] = time.monotonic()
             async with http.post("/slack/events", data=body, headers=headers) as response:
                 await response.read()
 
@@ -137,20 +152,50 @@ async def _until(check: Any, seconds: float) -> None:
 
 
 async def first_sign(url: str, slack: FakeSlack, sizes: Sizes) -> dict[str, Any]:
+    """At a trickle and at a realistic rate."""
     report: dict[str, Any] = {}
     trickle: dict[str, float] = {}
     for _ in range(sizes.trickle):  # one at a time, each waited for
         trickle |= await _send(url, slack, LOAD_CHANNEL, 1.0, 1, 1)
         await _until(lambda sent=trickle: len(_first_signs(slack, LOAD_CHANNEL, sent)) == len(sent), 30)
     report["trickle_ms"] = stats(_first_signs(slack, LOAD_CHANNEL, trickle))
+    count = int(sizes.realistic_rate * sizes.realistic_seconds)
+    sent = await _send(url, slack, LOAD_CHANNEL, sizes.realistic_rate, count, sizes.concurrency)
+    await _until(lambda: len(_first_signs(slack, LOAD_CHANNEL, sent)) == count, 60 + sizes.realistic_seconds)
+    signs = _first_signs(slack, LOAD_CHANNEL, sent)
+    report["realistic_ms"] = stats(signs)
+    report["realistic_shown"] = f"{len(signs)}/{count}"
+    report["realistic_load"] = {"rate": sizes.realistic_rate, "seconds": sizes.realistic_seconds}
+    report["realistic_meets_target"] = len(signs) == count and stats(signs)["p95"] < TARGET_FIRST_SIGN_P95_MS
+    await _until(lambda: _idle(slack, LOAD_CHANNEL, sent), 120)  # answered: the next figure starts clean
+    return report
+
+
+def _idle(slack: FakeSlack, channel: str, sent: dict[str, float]) -> bool:
+    """Every mention's task finished (its done reaction is on the mention)."""
+    return all(DONE in slack.reactions(channel, ts) for ts in sent)
+
+
+async def under_load(url: str, slack: FakeSlack, sizes: Sizes) -> dict[str, Any]:
+    """At the ack bench's load."""
+    report: dict[str, Any] = {}
     count = int(sizes.rate * sizes.seconds)
     began = time.monotonic()
-    loaded = await _send(url, slack, LOAD_CHANNEL, sizes.rate, count, sizes.concurrency)
+    posted: dict[str, float] = {}
+    loaded = await _send(url, slack, LOAD_CHANNEL, sizes.rate, count, sizes.concurrency, posted)
     report["load_send_s"] = round(time.monotonic() - began, 2)
     await _until(lambda: len(_first_signs(slack, LOAD_CHANNEL, loaded)) == count, 120 + sizes.seconds * 10)
     signs = _first_signs(slack, LOAD_CHANNEL, loaded)
     report["under_load_ms"] = stats(signs)
     report["under_load_shown"] = f"{len(signs)}/{count}"
+    # The surface shows a sign at once or never (`surfaces.slack.first_sign`): a mention whose
+    # sign took longer than that got the task's own.
+    report["under_load_within_target"] = sum(1 for ms in signs if ms < TARGET_FIRST_SIGN_P95_MS)
+    report["under_load_after_3s"] = sum(1 for ms in signs if ms > 3000)
+    # The generator shares the cores with the worker and falls behind its schedule: the same
+    # signs counted from when each mention was actually sent, and by how much it was late.
+    report["under_load_from_post_ms"] = stats(_first_signs(slack, LOAD_CHANNEL, posted))
+    report["sender_lag_ms"] = stats([(posted[ts] - loaded[ts]) * 1000 for ts in posted])
     report["load"] = {"rate": sizes.rate, "seconds": sizes.seconds, "mentions": count}
     report["target_p95_ms"] = TARGET_FIRST_SIGN_P95_MS
     report["meets_target"] = len(signs) == count and report["under_load_ms"]["p95"] < TARGET_FIRST_SIGN_P95_MS
@@ -221,11 +266,13 @@ async def run(sizes: Sizes) -> dict[str, Any]:
                 url = f"http://127.0.0.1:{port}"
                 await asyncio.to_thread(_wait_ready, url, server)
                 async with build_worker(stack.client, settings):
-                    log("slack_stream: first sign of work")
+                    log("slack_stream: first sign of work, a trickle and a realistic rate")
                     signs = await first_sign(url, slack, sizes)
-                    log(f"slack_stream: {json.dumps(signs)}")
                     log("slack_stream: first streamed token")
                     tokens = await first_token(url, slack, api, sizes)
+                    log("slack_stream: first sign of work at the ack bench's load")
+                    signs |= await under_load(url, slack, sizes)
+                    log(f"slack_stream: {json.dumps(signs)}")
             finally:
                 stop_process(server)
                 api.stop()
@@ -244,16 +291,15 @@ def main() -> None:
         "slack_stream", {**report, "load_avg_at_start": load}, *([args.out] if args.out else [])
     )
     signs, tokens = report["first_sign"], report["first_token"]
+    realistic, loaded = signs["realistic_load"], signs["load"]
+    at = "first sign of work at {rate:.0f} mentions/s for {seconds} s"
     print(f"first sign of work, trickle: {signs['trickle_ms']}")
-    print(
-        f"first sign of work at {signs['load']['rate']:.0f} mentions/s for {signs['load']['seconds']} s "
-        f"({signs['under_load_shown']} shown): {signs['under_load_ms']}"
-        f"  (target p95 < {TARGET_FIRST_SIGN_P95_MS:.0f} ms)"
-    )
-    print(
-        f"first streamed token over the model's: {tokens['overhead_ms']}"
-        f"  (target < {TARGET_STREAM_OVERHEAD_MS:.0f} ms)"
-    )
+    print(f"{at.format(**realistic)} ({signs['realistic_shown']} shown): {signs['realistic_ms']}")
+    print(f"{at.format(**loaded)} ({signs['under_load_shown']} shown): {signs['under_load_ms']}")
+    print(f"  from the actual send: {signs['under_load_from_post_ms']}")
+    print(f"  target p95 < {TARGET_FIRST_SIGN_P95_MS:.0f} ms")
+    print(f"first streamed token over the model's: {tokens['overhead_ms']}")
+    print(f"  target < {TARGET_STREAM_OVERHEAD_MS:.0f} ms")
     print(f"written to {path}")
 
 

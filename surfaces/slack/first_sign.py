@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("openloop.slack")
 
-MAX_IN_FLIGHT = 64  # signs on their way at once; beyond this they would only queue
+MAX_IN_FLIGHT = 256  # signs on their way at once; beyond this they would only queue
 SIGN_TIMEOUT_SECONDS = 3  # a sign later than this is no better than the task's own
 # The dispatcher's outcomes that mean a task runs for the event: its sign stays.
 TASK_OUTCOMES = frozenset({"started", "started from a DM", "duplicate: task exists"})
@@ -74,6 +75,7 @@ class FirstSign:
         self.settings = settings
         self._dispatcher = dispatcher  # None while the server has no Temporal connection
         self._client: AsyncWebClient | None = None
+        self._session: aiohttp.ClientSession | None = None  # one connection pool for every sign
         self._signs: RecentKeys = RecentKeys()  # event id -> its sign's asyncio task
         self._taking_back: set[asyncio.Task[None]] = set()
         self._in_flight = 0
@@ -172,10 +174,18 @@ class FirstSign:
         elif code not in ("already_reacted", "no_reaction", "message_not_found"):
             log.info("surface sign refused: %s", code)
 
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session, self._client = None, None
+
     def _slack(self) -> AsyncWebClient:
-        """The bot's client without the inline 429 wait: a late sign is not worth waiting for."""
+        """The bot's client without the inline 429 wait: a late sign is not worth waiting for.
+        Its calls share one HTTP session (slack-sdk opens a new one per call otherwise)."""
         if self._client is None:
+            self._session = aiohttp.ClientSession()
             client = bot_client(self.settings)
+            client.session = self._session
             client.retry_handlers = [
                 h for h in client.retry_handlers if not isinstance(h, AsyncRateLimitErrorRetryHandler)
             ]

@@ -167,6 +167,8 @@ class InboxDispatcher:
                 await asyncio.wait_for(self._wake.wait(), POLL_SECONDS)
             except TimeoutError:
                 pass
+        if self._first_sign is not None:
+            await self._first_sign.close()
 
     async def dispatch_due(self) -> int:
         """Dispatch the rows that are due (at most one batch); how many were claimed."""

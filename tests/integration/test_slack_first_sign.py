@@ -178,7 +178,8 @@ async def test_the_sign_is_taken_back_when_no_task_starts_after_all(
     async def pool() -> AsyncConnectionPool:
         return await get_pool(slack_settings.require_database_url(), checked=False)
 
-    events = inbox.InboxDispatcher(pool, lambda: slack.handle_event, FirstSign(slack_settings, lambda: slack))
+    sign = FirstSign(slack_settings, lambda: slack)
+    events = inbox.InboxDispatcher(pool, lambda: slack.handle_event, sign)
     ts, payload = asked(fake, channel)
     assert (await events.accept(payload, 0)).note == "recorded"
     await until(lambda: fake.reactions(channel, ts) == [WORKING])
@@ -199,6 +200,7 @@ async def test_the_sign_is_taken_back_when_no_task_starts_after_all(
     await until(lambda: fake.reactions(channel, ts) == [])
     assert len(fake.calls_to("reactions.remove")) == 1
     assert await started_input(client, task_id_for("slack", payload["event_id"])) is None
+    await sign.close()
 
 
 async def test_a_rate_limited_sign_is_skipped_not_queued(
