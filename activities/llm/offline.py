@@ -10,7 +10,9 @@ offers an issue; a "yes" in the thread opens it in the agent's bound repository 
 system prompt names it, `workflows.prompts`). A request to fix something ("fix", "failing", "broken", a CI
 investigation that may propose a fix), given the coding tools, runs
 `activities.llm.offline_coding`: it fixes the one bug it knows (the demo project's) and
-proposes the draft pull request. Any LiteLLM provider replaces it once its key is set.
+proposes the draft pull request. A playbook step's request (it demands a JSON object of
+declared fields) is answered in that shape by `activities.llm.offline_playbook`. Any LiteLLM
+provider replaces it once its key is set.
 """
 
 from __future__ import annotations
