@@ -245,7 +245,10 @@ def _warnings(
             message = f"no playbook starts on {name}; a step with `on: {name}` would"
             warnings.append(ConfigProblem(registry.source, at, f"events.{name}", message))
     if known.names is None:
-        message = "agents were not checked (none known): pass agent files or use the applied agents"
+        message = (
+            "agents were not checked (none known): pass --agents FILES, "
+            "or --applied to check against the agents on the stack"
+        )
         warnings.append(ConfigProblem(str(root / REGISTRY_FILE), None, "agents", message))
     elif known.writes is None:
         message = "write tools reachable without an approval were not checked: agents' tools are not known"
