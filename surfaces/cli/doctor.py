@@ -85,7 +85,18 @@ def model_check(agents: list[StoredAgent]) -> Check:
         f"{model} (agent {', '.join(dict.fromkeys(users[model]))}): set {' or '.join(keys)}"
         for model, keys in missing.items()
     ]
-    return Check("model keys", False, "; ".join(lines) + " in the worker's environment")
+    # An agent whose fallback answers without a key still runs (degraded); one with no
+    # answering model at all cannot.
+    stranded = [stored.name for stored in agents if all(m in missing for m in _answering_models(stored))]
+    detail = "; ".join(lines) + " in the worker's environment"
+    if not stranded:
+        return Check("model keys", True, detail + " (until then each agent answers through a fallback)")
+    return Check("model keys", False, detail + f" (no model answers for {', '.join(stranded)})")
+
+
+def _answering_models(stored: StoredAgent) -> list[str]:
+    policy = stored.config.spec.model_policy
+    return [policy.default, *(r.model for r in policy.routes), *policy.fallbacks]
 
 
 def surface_checks(settings: Settings, agents: list[StoredAgent], events: list[EventType]) -> list[Check]:
