@@ -3,13 +3,15 @@
 The task shows that it works from its first activity (the working reaction, the assistant
 status, the progress message), but that runs only once the inbox has started the task and a
 worker has taken it: seconds under a burst. So as soon as an event that will start a task is
-recorded and acked, the surface itself adds the working reaction to the mention (in a DM:
-sets the assistant thread's status, else the reaction), in the background. "Will start" is
+recorded and acked, the surface itself adds the working reaction to the message that asked
+(a mention, or a DM), in the background. "Will start" is
 decided by the dispatcher's own quick checks, called here, not copied: an agent bound to
 the channel (or answering DMs), a person (or listed bot) allowed to trigger it, and not a
 message to a task already running in that thread (that steers it, and the steering shows
 👀). The task's own first activity then adds the same reaction again, which Slack answers
-`already_reacted` (harmless), so the task never shows two signs.
+`already_reacted` (harmless), so the task never shows two signs. In a DM too the sign is the
+reaction, not the assistant thread's status: the task sets that status itself a moment
+later, and a status, unlike a reaction, would simply be written twice.
 
 When the dispatcher ends up starting no task for the event after all (the agent was removed
 meanwhile, a task began running in the thread, ...), `settle` takes the sign back.
@@ -29,7 +31,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
@@ -37,7 +38,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from activities.slack import status
 from activities.slack.client import bot_client, error_code, retry_after_seconds
 from activities.slack.posting import WORKING
 from activities.store.agents import agent_for_slack_channel
@@ -58,14 +58,6 @@ MAX_IN_FLIGHT = 256  # signs on their way at once; beyond this they would only q
 SIGN_TIMEOUT_SECONDS = 3  # a sign later than this is no better than the task's own
 # The dispatcher's outcomes that mean a task runs for the event: its sign stays.
 TASK_OUTCOMES = frozenset({"started", "started from a DM", "duplicate: task exists"})
-
-
-@dataclass(frozen=True)
-class Shown:
-    """What the surface showed for one event, so it can be taken back."""
-
-    context: SurfaceContext
-    as_status: bool  # the assistant thread's status, else the working reaction
 
 
 class FirstSign:
@@ -101,18 +93,15 @@ class FirstSign:
             self._taking_back.add(undo)
             undo.add_done_callback(self._taking_back.discard)
 
-    async def _show(self, payload: dict[str, Any], event_id: str) -> Shown | None:
+    async def _show(self, payload: dict[str, Any], event_id: str) -> SurfaceContext | None:
         try:
             context = await self._will_start(payload, event_id)
             if context is None or time.monotonic() < self._paused_until:
                 return None
-            client = self._slack()
-            if await status.set_status(client, context, status.WORKING_STATUS):
-                return Shown(context, as_status=True)
-            await client.reactions_add(
+            await self._slack().reactions_add(
                 channel=context.channel, timestamp=str(context.reply_target), name=WORKING
             )
-            return Shown(context, as_status=False)
+            return context
         except SlackApiError as exc:
             self._note_refusal(exc)
             return None
@@ -149,18 +138,14 @@ class FirstSign:
             surface="slack", channel=channel, user=user, thread=thread, event_id=event_id, reply_target=ts
         )
 
-    async def _take_back(self, sign: asyncio.Task[Shown | None]) -> None:
-        shown = await sign
-        if shown is None:
+    async def _take_back(self, sign: asyncio.Task[SurfaceContext | None]) -> None:
+        context = await sign  # where the sign was shown, None when it was not
+        if context is None:
             return
-        context = shown.context
         try:
-            if shown.as_status:
-                await status.set_status(self._slack(), context, "")
-            else:
-                await self._slack().reactions_remove(
-                    channel=context.channel, timestamp=str(context.reply_target), name=WORKING
-                )
+            await self._slack().reactions_remove(
+                channel=context.channel, timestamp=str(context.reply_target), name=WORKING
+            )
             log.info("surface sign on %s taken back: no task started", context.reply_target)
         except SlackApiError as exc:
             self._note_refusal(exc)

@@ -2,10 +2,10 @@
 the real Temporal dev server and Postgres, and the fake Slack Web API.
 
 No worker runs here, so a started task never reaches its first activity: every sign seen is
-the surface's own. Covered: a mention gets the working reaction and a DM the assistant status
-before the task runs, the task's own sign later adds nothing (`already_reacted`), a mention
-that starts no task gets no sign or has it taken back, and a 429 skips the sign instead of
-waiting.
+the surface's own. Covered: a mention and a DM get the working reaction before the task runs
+(a DM's assistant status stays the task's to set), the task's own sign later adds nothing
+(`already_reacted`), a mention that starts no task gets no sign or has it taken back, and a
+429 skips the sign instead of waiting.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from temporalio.client import Client
 
 from activities import runtime as activity_runtime
 from activities.runtime import Runtime
-from activities.slack import status as slack_status
 from activities.slack.posting import WORKING
 from activities.slack.surface import task_started
 from activities.store.agents import TRUST_CACHED_SECONDS, apply_agent
@@ -136,7 +135,7 @@ async def test_a_mention_shows_the_working_reaction_before_the_task_runs(
     await terminate(client, task_id)
 
 
-async def test_a_dm_shows_the_assistant_status_before_the_task_runs(
+async def test_a_dm_shows_the_working_reaction_and_leaves_the_status_to_the_task(
     http: httpx.AsyncClient, slack_settings: Settings, client: Client, fake: FakeSlack
 ) -> None:
     await agent(slack_settings, new_channel(), assistant=True)
@@ -145,9 +144,10 @@ async def test_a_dm_shows_the_assistant_status_before_the_task_runs(
     payload = mention(dm, text="what changed this week?")
     payload["event"] |= {"type": "message", "channel_type": "im", "ts": ts}
     assert (await post_event(http, payload)).status_code == 200
-    await until(lambda: fake.streaming.status_history(dm, ts) == [slack_status.WORKING_STATUS])
+    await until(lambda: fake.reactions(dm, ts) == [WORKING])
     assert await settled(slack_settings, payload["event_id"]) == "started from a DM"
-    assert fake.reactions(dm, ts) == []  # the status is the sign there
+    # The task sets the assistant status itself when it starts: written once, by the task.
+    assert fake.streaming.status_history(dm, ts) == []
     await terminate(client, task_id_for("slack", payload["event_id"]))
 
 
