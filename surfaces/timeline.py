@@ -23,6 +23,7 @@ from surfaces.timeline_children import CHILD_EVENTS, ChildRun, child_wait, read_
 from surfaces.timeline_signals import GateView, signal_entry
 from workers.history import event_time, local_activity_type
 from workflows import search
+from workflows.message_types import PrepareApprovalResult
 from workflows.types import (
     ActivityName,
     ModelCallInput,
@@ -119,6 +120,7 @@ class _Reader:
             attrs = event.activity_task_completed_event_attributes
             started = self.scheduled.get(attrs.scheduled_event_id)
             if started is not None:
+                self._track_approvers(started, attrs.result)
                 story.entries.extend(self._completed(started, attrs.result, at))
         elif kind in (E.EVENT_TYPE_ACTIVITY_TASK_FAILED, E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
             story.entries.append(_activity_failed(event, self.scheduled, at))
@@ -159,6 +161,17 @@ class _Reader:
                 self.gate.posted(posted.request)
         elif attrs.activity_type.name == ActivityName.RESOLVE_APPROVAL_REQUEST:
             self.gate.resolved()
+
+    def _track_approvers(self, scheduled: HistoryEvent, result: Payloads) -> None:
+        """Who the approvers stood for when last resolved: a budget extension is checked
+        against them, as the task does (`workflows.budget_extenders`)."""
+        if (
+            scheduled.activity_task_scheduled_event_attributes.activity_type.name
+            == ActivityName.PREPARE_APPROVAL
+        ):
+            prepared = _decode(result, PrepareApprovalResult)
+            if prepared is not None:
+                self.gate.approver_ids = list(prepared.approver_ids)
 
     def _completed(self, scheduled: HistoryEvent, result: Payloads, at: datetime) -> list[Entry]:
         """The entries of a finished activity; remembers the tool calls a model answer asked for."""

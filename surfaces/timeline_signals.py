@@ -17,8 +17,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.contrib.pydantic import pydantic_data_converter
 
 from config.agent import AgentConfig
-from workflows import policy
-from workflows.approval_rule import decision_problem
+from workflows.approval_rule import allowed_ids, decision_problem
 from workflows.types import ApprovalDecision, ApprovalRequest, BudgetExtension, CancelRequest, UserMessage
 
 SIGNAL_TYPES: dict[str, type] = {
@@ -47,6 +46,7 @@ class GateView:
         self.pending: ApprovalRequest | None = None
         self.decided = False
         self.used: set[str] = set()
+        self.approver_ids: list[str] | None = None  # the last resolution, None before any
 
     def posted(self, request: ApprovalRequest) -> None:
         self.pending, self.decided = request, False
@@ -84,7 +84,8 @@ def signal_entry(event: HistoryEvent, gate: GateView) -> tuple[str, str, str | N
         reason = f": {value.reason}" if value.reason else ""
         return "signal", f"cancel from {value.by}{reason}", value.by
     if isinstance(value, BudgetExtension):
-        if gate.agent is not None and not policy.may_approve(gate.agent, value.by):
+        listed = list(gate.agent.spec.approvals.approvers) if gate.agent is not None else None
+        if listed is not None and value.by not in allowed_ids(listed, gate.approver_ids):
             return "refused", f"budget extension from {value.by} ignored: not an approver", value.by
         what = (
             f"extend budget from {value.by}: +${value.usd:.2f}, +{value.tokens} tokens, "

@@ -32,6 +32,7 @@ from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher
+from surfaces.slack.first_sign import FirstSign
 from surfaces.slack.manifest import manifest as app_manifest
 from surfaces.slack.outcome import Outcome
 
@@ -156,7 +157,10 @@ async def run_socket_mode(
     async def pool() -> AsyncConnectionPool:
         return await get_pool(database_url, checked=False)
 
-    events = inbox.InboxDispatcher(pool, lambda: dispatcher.handle_event)
+    # The working reaction goes up as soon as an event is recorded, as over the Events API.
+    events = inbox.InboxDispatcher(
+        pool, lambda: dispatcher.handle_event, FirstSign(settings, lambda: dispatcher)
+    )
     socket_client = SocketModeClient(
         app_token=settings.slack_app_token.get_secret_value(),
         web_client=bot_client(settings),

@@ -572,6 +572,13 @@ async def test_socket_mode_handles_the_same_events_and_acks_each_envelope(
                 )
             )
         assert await settled(settings, payload["event_id"]) == "started"
+        # The first sign of work goes up from the surface, as over the Events API.
+        await eventually(
+            lambda: any(
+                args.get("timestamp") == payload["event"]["ts"]
+                for args in fake_slack.calls_to("reactions.add")
+            )
+        )
         executions = [e async for e in client.list_workflows(f"WorkflowId = '{task_id}'")]
         assert len(executions) == 1  # the redelivery found its record; no second run
         inp = await started_input(client, task_id)

@@ -16,6 +16,7 @@ from temporalio.worker import Worker
 from activities import runtime as activity_runtime
 from activities.approval_activities import prepare_approval
 from config.settings import Settings
+from surfaces.timeline import story_from_history
 from tests.fakes.slack_api import FakeSlack
 from tests.workflow.scripted import Script, say, use
 from tests.workflow.test_approvals import start, task_input
@@ -72,7 +73,12 @@ async def test_a_member_of_an_approver_group_may_extend_the_budget(
         await handle.signal(AgentTaskWorkflow.extend_budget, BudgetExtension(by="U_CAROL", usd=0.5))
         result = await handle.result()
         steps = (await handle.query(AgentTaskWorkflow.explain)).steps  # a query needs the worker
+        story = story_from_history([e async for e in handle.fetch_history_events()])
     assert result.status == TaskStatus.SUCCESS and result.reply == "All done."
     said = [s.summary for s in steps]
     assert "budget extension by U_MALLORY ignored: not an approver" in said
     assert any(line.startswith("U_CAROL extended the budget by $0.50") for line in said)
+    # The timeline (`openloop tasks timeline`, the dashboard) tells it by the same rule.
+    told = {(e.who, e.kind): e.what for e in story.entries if e.who in ("U_MALLORY", "U_CAROL")}
+    assert told[("U_MALLORY", "refused")] == "budget extension from U_MALLORY ignored: not an approver"
+    assert told[("U_CAROL", "signal")].startswith("extend budget from U_CAROL: +$0.50")
