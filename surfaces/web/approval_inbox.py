@@ -5,8 +5,11 @@ pending request (the `status` query). A decision names the request id and action
 person saw; before signalling, it is checked against the task's pending request and its
 approvers (`workflows.approval_rule`: the ids the request's approvers resolved to; the agent
 config the task started with when no worker answers), so the person hears at once whether
-it counted. The workflow checks again
-itself; a decision refused here is audited with who tried and why.
+it counted and why not. A refused decision is signalled all the same, as a refused Slack click
+is: the task refuses it by the same rule and records it (an `approval_ignored` audit row with
+the reason, a refused entry in its timeline and in `openloop explain`). Only an expired
+request's decision is not sent (the task's own timer ends the request); a refusal the task
+cannot be told of is audited here.
 
 A person may go by several names (a Slack user id and a GitHub login); a request is theirs
 when its approvers hold any of them, and their decision is recorded under the name they hold.
@@ -26,12 +29,13 @@ from temporalio.service import RPCError, RPCStatusCode
 from activities.store.db import get_pool
 from activities.store.ledger import write_audit
 from config.agent import AgentConfig
-from surfaces.decisions import decision_problem
+from surfaces.decisions import closed_reason, refusal
 from surfaces.task_lookup import worker_is_polling
 from surfaces.timeline import story_from_history
 from workers import history as histories
 from workflows import approval_rule, policy, search
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.approval_rule import DecisionProblem
 from workflows.types import (
     ApprovalDecision,
     ApprovalRequest,
@@ -163,10 +167,18 @@ async def decide(
         return Verdict(False, 409, "This task's start could not be read.")
     view = await status_view(client, task_id)
     pending = view.pending_approval if view is not None else None
-    user = approver_name(started.agent, pending, names)
-    if user is None:
-        user = names[0]
-        await _audit_refusal(database_url, started, user, request_id, approve)
+    user = approver_name(started.agent, pending, names) or names[0]
+    problem = _refusal(started.agent, view, request_id, action_id, user)
+    if problem is not None and problem.kind == "expired":
+        return Verdict(False, 409, f"Not counted: this request {closed_reason(problem)}.")
+    signal = AgentTaskWorkflow.approve if approve else AgentTaskWorkflow.deny
+    try:
+        await handle.signal(signal, ApprovalDecision(request_id, action_id, approver=user, note="dashboard"))
+    except RPCError:
+        if problem is None:
+            raise
+        await _audit_refusal(database_url, started, user, request_id, approve, problem.reason)
+    if problem is not None and problem.kind == "not_approver":
         listed = pending.approvers if pending is not None else started.agent.spec.approvals.approvers
         approvers = ", ".join(listed) or "nobody"
         return Verdict(
@@ -174,17 +186,26 @@ async def decide(
             403,
             f"You ({user}) are not an approver of {started.agent.name}; its approvers: {approvers}.",
         )
-    problem = decision_problem(view, request_id, action_id) if view is not None else None
     if problem is not None:
-        return Verdict(False, 409, f"Not counted: this request {problem}.")
-    signal = AgentTaskWorkflow.approve if approve else AgentTaskWorkflow.deny
-    await handle.signal(signal, ApprovalDecision(request_id, action_id, approver=user, note="dashboard"))
+        return Verdict(False, 409, f"Not counted: this request {closed_reason(problem)}.")
     word = "Approved" if approve else "Denied"
     if view is None:
         return Verdict(True, 202, f"{word} and sent; no worker answers now, the task decides when one runs.")
     if await _taken(client, task_id, request_id):
         return Verdict(True, 200, f"{word} by {user}: the task has it and goes on.")
     return Verdict(True, 202, f"{word} and sent; the task has not confirmed it yet.")
+
+
+def _refusal(
+    agent: AgentConfig, view: TaskStatusView | None, request_id: str, action_id: str, user: str
+) -> DecisionProblem | None:
+    """Why `user`'s decision would not count: the task's own rule against its pending request,
+    or, when no worker answers, whether the agent it started with names them at all."""
+    if view is not None:
+        return refusal(view, request_id, action_id, user)
+    if policy.may_approve(agent, user):
+        return None
+    return DecisionProblem("not_approver", f"{user} is not an approver of this agent")
 
 
 async def _taken(client: Client, task_id: str, request_id: str) -> bool:
@@ -200,7 +221,7 @@ async def _taken(client: Client, task_id: str, request_id: str) -> bool:
 
 
 async def _audit_refusal(
-    database_url: str | None, started: TaskInput, user: str, request_id: str, approve: bool
+    database_url: str | None, started: TaskInput, user: str, request_id: str, approve: bool, reason: str
 ) -> None:
     if not database_url:
         return
@@ -220,7 +241,7 @@ async def _audit_refusal(
                 actor=user,
                 tool=None,
                 arguments={"request_id": request_id, "decision": "approve" if approve else "deny"},
-                outcome=f"{user} is not an approver of this agent (dashboard)",
+                outcome=f"{reason} (dashboard; the task could not be told)",
                 approver=user,
             ),
         )
