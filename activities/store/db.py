@@ -17,23 +17,27 @@ from psycopg_pool import AsyncConnectionPool
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 _MIGRATION_LOCK_ID = 7_215_004_211  # arbitrary, fixed: the advisory lock for migrations
 
-_pools: dict[tuple[str, bool], AsyncConnectionPool] = {}
-_pools_lock = asyncio.Lock()
+# A pool belongs to the event loop that opened it: a process that runs more than one loop
+# (each CLI command's `asyncio.run`, tests) gets one pool per loop, never another loop's.
+_pools: dict[tuple[str, bool, asyncio.AbstractEventLoop], AsyncConnectionPool] = {}
+_pools_locks: dict[asyncio.AbstractEventLoop, asyncio.Lock] = {}
 
 
 async def get_pool(database_url: str, *, checked: bool = True) -> AsyncConnectionPool:
-    """The process-wide pool for `database_url`, opened on first use.
+    """The process-wide pool for `database_url` on this event loop, opened on first use.
 
     A checked pool replaces a connection that died with the server (a restart, a failover)
     when it is taken, not when the write that needed it fails: activities whose retry would
     repeat paid work rely on that. The check is a round trip per use, so a hot path that can
     simply retry its one statement (the Slack ack) takes an unchecked pool.
     """
-    key = (database_url, checked)
+    loop = asyncio.get_running_loop()
+    key = (database_url, checked, loop)
     pool = _pools.get(key)
     if pool is not None and not pool.closed:
         return pool
-    async with _pools_lock:
+    async with _pools_locks.setdefault(loop, asyncio.Lock()):
+        _forget_closed_loops()
         pool = _pools.get(key)
         if pool is None or pool.closed:
             pool = AsyncConnectionPool(
@@ -49,11 +53,20 @@ async def get_pool(database_url: str, *, checked: bool = True) -> AsyncConnectio
         return pool
 
 
+def _forget_closed_loops() -> None:
+    """Drop the pools and locks of loops that have ended: nothing can use or close them now."""
+    for key in [k for k in _pools if k[2].is_closed()]:
+        del _pools[key]
+    for loop in [loop for loop in _pools_locks if loop.is_closed()]:
+        del _pools_locks[loop]
+
+
 async def close_pools() -> None:
-    async with _pools_lock:
-        for pool in _pools.values():
-            await pool.close()
-        _pools.clear()
+    """Close this loop's pools."""
+    loop = asyncio.get_running_loop()
+    async with _pools_locks.setdefault(loop, asyncio.Lock()):
+        for key in [k for k in _pools if k[2] is loop]:
+            await _pools.pop(key).close()
 
 
 def migration_files() -> list[Path]:
