@@ -1,6 +1,6 @@
 """The agent-runtime benches: `python -m bench all`, or one of orchestration, history,
-tokens, throughput, parked, mcp, loops, fanout; `python -m bench report` redraws the tables from the
-last JSON results.
+tokens, throughput, parked, mcp, loops, fanout, dashboard; `python -m bench report` redraws the
+tables from the last JSON results.
 
 Sizes: the default run takes about 22 minutes on 2 cores (1,000 tasks at once in the
 throughput sweep, 1,000 parked tasks); `--quick` about 5 minutes; `--full` parks 5,000
@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-from bench import fanout, history, loops, mcp, orchestration, parked, throughput, tokens
+from bench import dashboard, fanout, history, loops, mcp, orchestration, parked, throughput, tokens
 from bench.common import RESULTS_DIR, embedded_stack, log, serve_worker, write_result
 from bench.report import render, write_markdown
 
@@ -36,6 +36,7 @@ BENCHES: dict[str, ModuleType] = {
     "mcp": mcp,
     "loops": loops,
     "fanout": fanout,
+    "dashboard": dashboard,
 }
 
 
