@@ -47,6 +47,7 @@ from workflows.types import (
 
 INBOX_LIMIT = 200
 QUERY_TIMEOUT = timedelta(seconds=3)
+LOOKUPS_AT_ONCE = 16  # waiting tasks asked at once by the inbox
 CONFIRM_SECONDS = 5.0  # how long a decision waits for the task to say it took it
 
 
@@ -80,8 +81,9 @@ async def status_view(client: Client, task_id: str) -> TaskStatusView | None:
 
 
 async def task_input(client: Client, task_id: str) -> TaskInput | None:
-    """What the task started with (its agent config included), from its first event."""
-    async for event in client.get_workflow_handle(task_id).fetch_history_events():
+    """What the task started with (its agent config included), from its first event (one
+    event fetched, however long the history)."""
+    async for event in client.get_workflow_handle(task_id).fetch_history_events(page_size=1):
         return story_from_history([event]).task
     return None
 
@@ -95,45 +97,52 @@ def approver_name(agent: AgentConfig, pending: ApprovalRequest | None, names: Se
 
 
 async def inbox(client: Client, names: Sequence[str]) -> tuple[list[Pending], int]:
-    """Pending requests the person called `names` may decide, and how many wait for others."""
+    """Pending requests the person called `names` may decide, and how many wait for others.
+
+    Each waiting task is asked at once (up to LOOKUPS_AT_ONCE), so the page takes about one
+    task's round trips, not one per task; only the person's own requests read the task's start."""
     query = histories.task_query(extra=f"{search.STATUS.name} = '{TaskStatus.WAITING_APPROVAL.value}'")
-    mine: list[Pending] = []
-    others = 0
-    polled: dict[str, bool] = {}  # a task on a queue no worker polls cannot answer its query
-    async for execution in client.list_workflows(query, limit=INBOX_LIMIT):
-        if execution.status != WorkflowExecutionStatus.RUNNING:
-            continue
-        queue = execution.task_queue
-        if queue not in polled:
-            polled[queue] = await worker_is_polling(client, queue)
-        if not polled[queue]:
-            continue
-        view = await status_view(client, execution.id)
-        if view is None or view.pending_approval is None:
-            continue
-        started = await task_input(client, execution.id)
+    executions = [
+        execution
+        async for execution in client.list_workflows(query, limit=INBOX_LIMIT)
+        if execution.status == WorkflowExecutionStatus.RUNNING
+    ]
+    # A task on a queue no worker polls cannot answer its query.
+    queues = sorted({execution.task_queue for execution in executions})
+    polled = dict(
+        zip(queues, await asyncio.gather(*(worker_is_polling(client, q) for q in queues)), strict=True)
+    )
+    gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
+
+    async def look(task_id: str) -> Pending | bool | None:
+        """The person's pending request, False when it waits for others, None when unknown."""
+        async with gate:
+            view = await status_view(client, task_id)
+            if view is None or view.pending_approval is None:
+                return None
+            if not any(approval_rule.may_decide(view.pending_approval, name) for name in names):
+                return False
+            started = await task_input(client, task_id)
         if started is None:
-            continue
-        allowed = approver_name(started.agent, view.pending_approval, names) is not None
-        if not allowed:
-            others += 1
-            continue
+            return None
         context = started.context
-        mine.append(
-            Pending(
-                task_id=execution.id,
-                agent=started.agent.name,
-                channel=context.channel,
-                surface=context.surface,
-                requester=context.user,
-                request_text=started.request,
-                approval=view.pending_approval,
-                spent_usd=view.usage.cost_usd,
-                may_approve=allowed,
-            )
+        return Pending(
+            task_id=task_id,
+            agent=started.agent.name,
+            channel=context.channel,
+            surface=context.surface,
+            requester=context.user,
+            request_text=started.request,
+            approval=view.pending_approval,
+            spent_usd=view.usage.cost_usd,
+            may_approve=True,
         )
-    mine.sort(key=lambda item: item.approval.expires_at_iso)
-    return mine, others
+
+    found = await asyncio.gather(*(look(e.id) for e in executions if polled[e.task_queue]))
+    mine = sorted(
+        (item for item in found if isinstance(item, Pending)), key=lambda i: i.approval.expires_at_iso
+    )
+    return mine, sum(1 for item in found if item is False)
 
 
 @dataclass

@@ -1,7 +1,10 @@
 """What the dashboard shows about tasks, read from Temporal: the filtered, paged list (the same
 search attributes as the Web UI and `openloop tasks list`) and one task's page (timeline,
-explanation, cost by model, reply), asked of the task itself when a worker can answer and
-read from its history otherwise. Pure reads: nothing here signals a task.
+explanation, cost by model, reply), asked of a running task itself when a worker can answer
+and read from its history otherwise. A finished task's history is whole, so it is not asked:
+answering would replay all of it on a worker for each of two queries (0.35 s each at 100
+steps, `python -m bench dashboard`); the tool calls it refused, which leave no event, come
+from its audit rows. Pure reads: nothing here signals a task.
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ import asyncio
 import base64
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
+from psycopg_pool import AsyncConnectionPool
 from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
+from activities.store.ledger_reports import list_audit
 from surfaces.decisions import status_of
 from surfaces.task_lookup import (
     ask_task,
@@ -153,15 +158,16 @@ class TaskPage:
     history_length: int = 0
 
 
-async def task_page(client: Client, task_id: str) -> TaskPage:
-    """Everything the task page shows; raises `TaskNotFound` for an unknown id."""
+async def task_page(client: Client, task_id: str, pool: AsyncConnectionPool | None = None) -> TaskPage:
+    """Everything the task page shows; raises `TaskNotFound` for an unknown id. `pool`: where
+    a finished task's refused tool calls are read from (left out without one)."""
     description = await describe_task(client, task_id)
     running = description.status == WorkflowExecutionStatus.RUNNING
-    asked = await ask_task(client, task_id, description.task_queue)
-    if asked is not None and not running and not asked[0].status.finished:
-        asked = None  # terminated mid-way: only the history tells how it ended
+    asked = await ask_task(client, task_id, description.task_queue) if running else None
     history = await histories.fetch_history(client, task_id)
     story = story_from_history(history.events)
+    if not running and pool is not None:
+        story.entries = await with_audited_refusals(pool, task_id, story.entries)
     attrs = description.typed_search_attributes
     surface = attrs.get(search.SURFACE) or ""
     page = TaskPage(
@@ -204,6 +210,23 @@ async def task_page(client: Client, task_id: str) -> TaskPage:
     page.cost_by_model = cost_by_model(page.entries)
     page.cost_usd = sum(cost for _, _, cost in page.cost_by_model)
     return page
+
+
+async def with_audited_refusals(pool: AsyncConnectionPool, task_id: str, entries: list[Entry]) -> list[Entry]:
+    """`entries` and the tool calls the task refused, from its `tool_refused` audit rows (a
+    running task tells them in its `explain` answer instead: `with_refusals`)."""
+    rows = await list_audit(pool, task_id=task_id, kind="tool_refused", limit=1000)
+    refused = [
+        Entry(
+            datetime.fromisoformat(row["created_at"]),
+            "refused",
+            f"{row['tool']}: {row['outcome']}",
+            row["step"],
+        )
+        for row in reversed(rows)
+    ]
+    floor = datetime.min.replace(tzinfo=UTC)
+    return sorted(entries + refused, key=lambda entry: entry.at or floor) if refused else entries
 
 
 def cost_by_model(entries: list[Entry]) -> list[tuple[str, int, float]]:

@@ -11,9 +11,11 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
+from psycopg_pool import AsyncConnectionPool
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from activities.store.db import get_pool
 from surfaces.task_lookup import TaskNotFound, describe_task
 from surfaces.web.auth import Person, person
 from surfaces.web.common import render, templates, temporal, web_ui_link
@@ -55,9 +57,15 @@ async def tasks(request: Request, who: Person = Depends(person)) -> HTMLResponse
     )
 
 
+async def audit_pool(request: Request) -> AsyncConnectionPool | None:
+    """The database a finished task's refused tool calls are read from, when there is one."""
+    url = request.app.state.settings.database_url
+    return await get_pool(url) if url else None
+
+
 async def _page(request: Request, task_id: str) -> TaskPage:
     try:
-        return await task_page(temporal(request), task_id)
+        return await task_page(temporal(request), task_id, await audit_pool(request))
     except TaskNotFound:
         raise HTTPException(404, f"no task {task_id}") from None
 
@@ -83,6 +91,7 @@ async def task_events(request: Request, task_id: str, who: Person = Depends(pers
     except TaskNotFound:
         raise HTTPException(404, f"no task {task_id}") from None
     fragment = templates.get_template("task_live.html")
+    pool = await audit_pool(request)
 
     async def stream() -> AsyncIterator[str]:
         seen, deadline = -1, time.monotonic() + STREAM_SECONDS
@@ -90,7 +99,7 @@ async def task_events(request: Request, task_id: str, who: Person = Depends(pers
         while time.monotonic() < deadline and not await request.is_disconnected():
             description = await describe_task(client, task_id)
             if description.history_length != seen:
-                page = await task_page(client, task_id)
+                page = await task_page(client, task_id, pool)
                 seen = page.history_length
                 yield sse("update", fragment.render(page=page, me=who))
             if description.status != WorkflowExecutionStatus.RUNNING:

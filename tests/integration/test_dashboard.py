@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 import httpx
 import pytest
+from markupsafe import escape
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
@@ -25,6 +26,7 @@ from activities.store.agents import apply_agent
 from activities.store.db import get_pool
 from activities.store.ledger import UsageRow, write_usage
 from activities.store.memory import remember
+from activities.store.store_activities import record_audit
 from config.loader import parse_agent
 from config.settings import Settings
 from surfaces.app import create_app
@@ -370,3 +372,38 @@ async def test_agents_pages_show_versions_and_their_diff(web: httpx.AsyncClient,
     assert re.search(r'class="add">\+\s+per_task_usd: 0.02<', page.text)
     assert (await web.get(f"{D}/agents/default/{name}", params={"to": "9"})).status_code == 400
     assert (await web.get(f"{D}/agents/default/nobody-{name}")).status_code == 404
+
+
+async def test_a_finished_task_page_is_read_from_its_history_and_audit_without_asking_it(
+    web: httpx.AsyncClient, client: Client, task_queue: str, pg_url: str
+) -> None:
+    """A finished task is not asked (answering would replay its whole history on a worker):
+    its page comes from the history, and the tool call it refused, which leaves no event,
+    from the audit row the real audit activity wrote."""
+    script = Script([use("github.create_issue", ISSUE_ARGS, "c1")], default=lambda inp: say("Tuesdays."))
+    activities = [record_audit if a.__name__ == "record_audit" else a for a in script.activities()]
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=activities,
+        workflow_runner=workflow_runner(),
+    )
+    suffix = uuid.uuid4().hex[:8]
+    async with worker:
+        handle = await _start(client, HELPER_YAML, f"helper-{suffix}", f"eng-{suffix}", task_queue)
+        assert (await handle.result()).status == TaskStatus.SUCCESS
+        async with (await get_pool(pg_url)).connection() as conn:
+            row = await (
+                await conn.execute(
+                    "SELECT tool, outcome FROM audit_log WHERE task_id = %s AND kind = 'tool_refused'",
+                    (handle.id,),
+                )
+            ).fetchone()
+        assert row is not None and row["tool"] == "github.create_issue"
+        await sign_in(web, "U_CAROL", "viewer")
+        page = await web.get(f"{D}/tasks/{handle.id}")
+    assert page.status_code == 200
+    assert "(from its history)" in page.text and "Tuesdays." in page.text
+    refused = f"<td>refused</td><td>github.create_issue: {escape(row['outcome'])}</td>"
+    assert refused in page.text, page.text
