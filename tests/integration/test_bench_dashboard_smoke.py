@@ -1,0 +1,48 @@
+"""The dashboard bench end to end at a tiny size: listed, real and waiting tasks seeded on the
+dev server, usage rows and memories in Postgres, the surfaces app served by uvicorn in a child
+process, every page loaded over HTTP with a signed-in session, and the JSON it writes. No
+timing is asserted; the figures belong to `python -m bench dashboard`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from temporalio.client import Client
+
+from activities.store.db import get_pool
+from bench import dashboard
+from bench.common import prepare, write_result
+from config.settings import Settings
+from tests.integration.github_env import github_settings, running_fake
+
+
+async def test_dashboard_bench_loads_every_page_and_writes_every_figure(
+    client: Client, settings: Settings, tmp_path: Path
+) -> None:
+    sizes = dashboard.Sizes(
+        tasks=40, real_tasks=3, waiting=2, long_steps=4, memories=10, agents=4, later_page=1, loads=2
+    )
+    with running_fake() as fake:
+        stack = await prepare(github_settings(settings, fake), client, fake)
+        report = await dashboard.run(stack, sizes)
+    path = write_result("dashboard", {**report, "preset": "smoke", "load_avg_at_start": [0.0]}, tmp_path)
+    saved = json.loads(path.read_text())
+
+    assert set(saved["pages"]) == set(saved["targets"])
+    assert len(saved["pages"]) == 15
+    for name, page in saved["pages"].items():
+        assert page["statuses"] == {"200": sizes.loads}, (name, page)  # signed in, every load a page
+        assert page["n"] == sizes.loads and page["p50"] <= page["p95"] <= page["max"]
+    later = saved["pages"]["tasks, later page"]["path"]
+    assert later.startswith("/tasks?page="), later  # followed the first page's Next link
+    seeding = saved["seeding"]
+    assert seeding["listed_tasks"]["count"] == sizes.tasks - sizes.real_tasks - sizes.waiting - 1
+    assert seeding["usage_rows"]["count"] == 2 * seeding["listed_tasks"]["count"]
+    assert seeding["real_tasks"]["count"] == 3 and seeding["waiting_tasks"]["count"] == 2
+    async with (await get_pool(settings.require_database_url())).connection() as conn:
+        memories = await (
+            await conn.execute("SELECT count(*) AS n FROM memories WHERE source_task_id LIKE 'dash-memory-%'")
+        ).fetchone()
+    assert memories is not None and memories["n"] >= sizes.memories
+    assert "| tasks, first page" in dashboard.render(saved)
