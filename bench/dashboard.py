@@ -1,6 +1,7 @@
 """Dashboard pages with 10,000 tasks: `python -m bench dashboard [--quick]`.
 
 The issue's target: every page loads in under 300 ms with 10,000 tasks in the list (paged).
+Sizes: 25 tasks waiting for approval by default, 100 with `--full`; `--quick` lists 2,000.
 The bench seeds the embedded stack (`bench.dashboard_seed`: 10,000 tasks in Temporal, their
 usage rows, memories, tasks waiting for approval with the worker up to answer for them),
 serves the surfaces app with uvicorn in a child process on a loopback port, signs in with a
@@ -50,6 +51,11 @@ class Sizes:
     @classmethod
     def quick(cls) -> Sizes:
         return cls(tasks=2_000, real_tasks=50, memories=500, later_page=10, loads=15)
+
+    @classmethod
+    def full(cls) -> Sizes:
+        """As many requests waiting at once as a large team might leave overnight."""
+        return cls(waiting=100)
 
 
 def pages(sizes: Sizes, real_task: str, long_task: str, waiting_task: str) -> dict[str, str]:
