@@ -2,7 +2,7 @@
 tokens, throughput, parked, mcp, loops, fanout, dashboard; `python -m bench report` redraws the
 tables from the last JSON results.
 
-Sizes: the default run takes about 22 minutes on 2 cores (1,000 tasks at once in the
+Sizes: the default run takes about 25 minutes on 2 cores (1,000 tasks at once in the
 throughput sweep, 1,000 parked tasks); `--quick` about 5 minutes; `--full` parks 5,000
 tasks (the parked bench alone then takes about 25 minutes there).
 
