@@ -1,25 +1,48 @@
 """The dashboard bench end to end at a tiny size: listed, real and waiting tasks seeded on the
 dev server, usage rows and memories in Postgres, the surfaces app served by uvicorn in a child
 process, every page loaded over HTTP with a signed-in session, and the JSON it writes. No
-timing is asserted; the figures belong to `python -m bench dashboard`."""
+timing is asserted; the figures belong to `python -m bench dashboard`.
+
+It runs on a Temporal dev server of its own: the bench lists thousands of stand-in tasks (the
+task workflow's type, finished at once) that are not agent tasks' histories, and the shared
+server's `openloop replay --all` must find only real ones."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.store.db import get_pool
 from bench import dashboard
 from bench.common import prepare, write_result
 from config.settings import Settings
 from tests.integration.github_env import github_settings, running_fake
+from workers.embedded import TemporalDevServer, free_port
+
+
+@pytest.fixture
+async def own_temporal(tmp_path: Path) -> AsyncIterator[tuple[TemporalDevServer, Client]]:
+    server = TemporalDevServer(
+        port=free_port(), ui_port=None, db_file=None, log_file=tmp_path / "temporal.log"
+    )
+    server.start()
+    try:
+        server.wait_healthy()
+        yield server, await Client.connect(server.address, data_converter=pydantic_data_converter)
+    finally:
+        server.stop()
 
 
 async def test_dashboard_bench_loads_every_page_and_writes_every_figure(
-    client: Client, settings: Settings, tmp_path: Path
+    own_temporal: tuple[TemporalDevServer, Client], settings: Settings, tmp_path: Path
 ) -> None:
+    server, client = own_temporal
+    settings = settings.model_copy(update={"temporal_address": server.address})
     sizes = dashboard.Sizes(
         tasks=40, real_tasks=3, waiting=2, long_steps=4, memories=10, agents=4, later_page=1, loads=2
     )
