@@ -6,6 +6,7 @@ event starts the playbook listening for it."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,13 @@ async def test_a_cron_playbooks_schedule_fires_and_runs_its_steps_in_order_with_
         described = await client.get_workflow_handle(run.record.run_id).describe()
         api.answer(answer_with("None today.", count=0, worst="none"))
         api.answer(answer_with("Nothing to open.", title="No critical advisories"))
+        # The schedule learns of the first run's end on its own time; triggered before that,
+        # its overlap policy (skip) would skip the second run.
+        async with asyncio.timeout(30):
+            for _ in range(150):
+                if not (await handle.describe()).info.running_actions:
+                    break
+                await asyncio.sleep(0.2)
         await handle.trigger()
         later = (await world.finished_runs(name, 2))[0].record
     assert later.status is PlaybookRunStatus.SUCCEEDED, later.reason
