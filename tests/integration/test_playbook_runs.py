@@ -71,8 +71,16 @@ async def test_a_cron_playbooks_schedule_fires_and_runs_its_steps_in_order_with_
                 if not (await handle.describe()).info.running_actions:
                     break
                 await asyncio.sleep(0.2)
+        # A schedule names each run by its firing time to the second: a second firing within
+        # the same second would find the first run's id taken.
+        await asyncio.sleep(1.1)
         await handle.trigger()
-        later = (await world.finished_runs(name, 2))[0].record
+        try:
+            later = (await world.finished_runs(name, 2, within=120))[0].record
+        except TimeoutError:
+            recent = (await handle.describe()).info.recent_actions
+            runs = [r.record for r in await playbook_rows.list_runs(await world.pool(), name)]
+            raise AssertionError(f"no second run: schedule's recent actions {recent}; runs {runs}") from None
     assert later.status is PlaybookRunStatus.SUCCEEDED, later.reason
     assert later.event == {"scheduled_at": later.run_key, "last_run": run.record.run_key}
     record = run.record
