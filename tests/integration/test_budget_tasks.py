@@ -117,7 +117,10 @@ async def test_twenty_tasks_against_a_cap_for_five(
     done = [r for r in run.results if r.status == TaskStatus.SUCCESS]
     exhausted = [r for r in run.results if r.status == TaskStatus.BUDGET_EXHAUSTED]
     spent = await ledger_usd([r.task_id for r in run.results])
-    assert 5 <= len(done) <= 7 and len(done) + len(exhausted) == 20
+    # Five fit at full length; after them each task is offered only what the cap leaves (at
+    # least 16 tokens), so how many more finish depends on how the calls overlap. What must
+    # hold whatever the timing: the cap blocks the rest, and the spend never passes it.
+    assert len(done) >= 5 and exhausted and len(done) + len(exhausted) == 20
     assert spent <= cap + 1e-9 and run.budget.spent_usd == pytest.approx(spent)
     assert run.budget.reserved_usd == 0 and len(api.requests) == len(done)
     assert all(r.body["max_tokens"] >= 16 for r in api.requests)
