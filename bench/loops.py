@@ -37,9 +37,10 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import runtime as activity_runtime
 from activities.loops import workspace
+from activities.loops.bwrap import SYSTEM_PATH, as_root, bwrap_argv, hand_over, sandbox_uid
 from activities.loops.host import LoopHost
 from activities.loops.loop_activities import acquire_workspace
-from activities.loops.sandbox import SYSTEM_PATH, _bwrap_argv, _limited, sandbox_problem
+from activities.loops.sandbox import _limited, sandbox_problem
 from activities.store import loops as loop_rows
 from activities.store.db import get_pool
 from bench.common import GITHUB_TOKEN, Stack, new_queue, running
@@ -200,7 +201,7 @@ def shell_script(spec: LoopSpec, path: Path, rounds: int, in_bwrap: bool) -> str
         line = render_command(spec.commands[step], values)
         if in_bwrap:
             env = step_environment(str(path), str(path), round_, step.value)
-            line = shlex.join(_limited(spec.limits) + _bwrap_argv(line, path, env, spec.limits, spec.sandbox))
+            line = shlex.join(_limited(spec.limits) + bwrap_argv(line, path, env, spec.limits, spec.sandbox))
         lines.append(line)
     return "\n".join(lines) + "\n"
 
@@ -212,6 +213,8 @@ async def measure_overhead(world: World, sizes: Sizes, bar: Progress) -> dict[st
     bar.advance(task)
     spec, path = overhead_spec(sizes.rounds, sizes.command_s), world.host.repo(warm.id)
     scripts = {v: shell_script(spec, path, sizes.rounds, v == "shell_bwrap") for v in LOOP_VARIANTS[1:]}
+    if as_root():  # as `run_sandboxed` does: the command runs as the workspace's own uid
+        hand_over(path, sandbox_uid(path))
     walls: dict[str, list[float]] = {v: [] for v in LOOP_VARIANTS}
     parts = []
     for i in range(sizes.repeats):

@@ -258,6 +258,20 @@ class AgentConfig(Strict):
     metadata: Metadata
     spec: AgentSpecBody = AgentSpecBody()
 
+    def name_problems(self) -> list[tuple[ProblemPath, str]]:
+        """Rules that need the agent's own name, checked when a file is loaded (not when a
+        stored agent or a task's snapshot is read: one applied before the rule still loads,
+        and its tasks refuse the question when it is asked)."""
+        return [
+            (
+                ("spec", "team", index),
+                f"{teammate!r} is this agent itself: an agent cannot be its own teammate "
+                "(each question would start another task of it); remove it from spec.team",
+            )
+            for index, teammate in enumerate(self.spec.team)
+            if teammate == self.name
+        ]
+
     @property
     def name(self) -> str:
         return self.metadata.name

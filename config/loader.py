@@ -22,6 +22,7 @@ from config.agent import AgentConfig
 from config.problems import AgentConfigError, ConfigProblem, Loc, expand_error, field_path
 from config.seed_form import expand
 from config.tool_grants import TOOLS_CONTEXT
+from config.yaml_safe import SafeLoader
 
 __all__ = [
     "EXAMPLES_DIR",
@@ -41,8 +42,8 @@ __all__ = [
 # Every path a person applies an agent through passes it; None skips the tool check.
 Tools = Mapping[str, str] | None
 
-# libyaml's parser when PyYAML was built with it: the same nodes and marks, ~10x faster.
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# The project's one YAML loader: safe, libyaml's parser when present, aliases bounded.
+_Loader = SafeLoader
 
 
 def _line_of(node: yaml.Node | None, path: Loc) -> int | None:
@@ -159,6 +160,8 @@ def _validate_expanded(
     except ValidationError as exc:
         for error in exc.errors():
             found += [(expansion.original(loc), message) for loc, message in expand_error(dict(error))]
+    if config is not None:
+        found += [(expansion.original(loc), message) for loc, message in config.name_problems()]
     for loc, message in found:
         problems.append(ConfigProblem(source, _line_of(node, loc), field_path(loc), message, document))
     if problems or config is None:

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 
 from config.problems import AgentConfigError, ConfigProblem
+from config.yaml_safe import AliasBombError, SafeLoader
 
 SKILL_FILE = "SKILL.md"
 NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$")
@@ -121,11 +122,15 @@ def _split(text: str, source: str) -> tuple[dict[str, Any], str]:
     if end is None:
         raise AgentConfigError([ConfigProblem(source, 1, "", "the frontmatter has no closing '---' line")])
     try:
-        front = yaml.safe_load("".join(lines[1:end])) or {}
+        front = yaml.load("".join(lines[1:end]), Loader=SafeLoader) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 2 if mark is not None else None
-        hint = " (quote a value that holds ': ', e.g. description: \"When: ...\")"
+        hint = (
+            ""
+            if isinstance(exc, AliasBombError)
+            else " (quote a value that holds ': ', e.g. description: \"When: ...\")"
+        )
         raise AgentConfigError(
             [
                 ConfigProblem(

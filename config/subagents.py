@@ -18,6 +18,11 @@ from config.fields import ProblemPath, Strict
 
 DEFAULT_MAX_DEPTH = 1  # a subagent does not delegate again
 MOST_DEPTH = 2  # a subagent's subagent, and no deeper: each level divides the budget again
+# Subagents and teammates together: no task starts more than this many levels below the task
+# that started the tree. The deepest chain of subagents an agent may ask for, plus one question
+# to a teammate; deeper levels would work with a sliver of the budget and keep a person waiting
+# on a chain of answers, and agents naming each other in `spec.team` could recurse without end.
+TREE_DEPTH = MOST_DEPTH + 1
 DEFAULT_MAX_PARALLEL = 4
 
 _PROFILE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")

@@ -1,8 +1,9 @@
 """The surfaces server: one ASGI app (FastAPI) that Slack, GitHub and operators talk to.
 
 Each surface exposes `register(app)`; handlers only validate, record, start or signal
-workflows, and acknowledge. No agent logic runs here. A surface that does work after the
-ack (the Slack inbox) adds a background runner, which lives as long as the app's lifespan.
+workflows, and acknowledge. No agent logic runs here, and no body is read unbounded
+(`surfaces.limits`). A surface that does work after the ack (the Slack inbox) adds a
+background runner, which lives as long as the app's lifespan.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def create_app(settings: Settings, client: Client | None) -> FastAPI:
     app.state.temporal = client
     app.state.background = []
 
-    from surfaces import health, web
+    from surfaces import health, limits, web
 
+    limits.register(app)  # first, so the dashboard's security headers wrap its 413s too
     health.register(app)
     web.register(app)
     for module_name in (

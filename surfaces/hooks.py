@@ -3,13 +3,13 @@
 A hook is either a registry event with `webhook: {hook: NAME, secret_env: VAR}` (the JSON
 body's values become the event's fields, looked up by name) or a sensor declared with
 `@sensor(webhook="/hooks/NAME", emits=...)` (its function makes the event's fields of the
-body; its secret is `OPENLOOP_HOOK_SECRET_<NAME>`). Every request must carry
-`X-OpenLoop-Signature-256: sha256=<HMAC-SHA256 of the raw body with the hook's secret>`
-(GitHub's `X-Hub-Signature-256` is read too); a bad or missing signature is refused with 401
-and audited, and a hook whose secret is not set refuses everything (503).
+body; its secret is `OPENLOOP_HOOK_SECRET_<NAME>`). Every request is signed over a timestamp,
+its delivery id and the raw body with the hook's secret (`surfaces.hook_signature`); a bad,
+missing or stale signature is refused with 401 and audited, and a hook whose secret is not
+set refuses everything (503).
 
-The run key is the request's `X-OpenLoop-Delivery` (or `X-Request-Id`) header, else the
-body's SHA-256, so a resent request never starts a second run.
+The run key is the request's signed `X-OpenLoop-Delivery`, else the body's SHA-256, so a
+resent request never starts a second run. A start Temporal refuses as too large is a 413.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from activities.store import playbooks as playbook_rows
 from activities.store.db import get_pool
 from activities.store.ledger import write_audit
 from config.settings import Settings
-from surfaces.github.events import verify_signature
+from surfaces import hook_signature
+from surfaces.limits import too_large_answer, too_large_for_temporal
 from surfaces.playbook_events import fields_of
 from surfaces.sensors import LoadedSensor, load_sensors, playbooks_dir
 from workflows.message_types import AuditEvent
@@ -40,8 +41,6 @@ from workflows.playbook_types import EventType
 
 log = logging.getLogger("openloop.hooks")
 
-SIGNATURE_HEADERS = ("X-OpenLoop-Signature-256", "X-Hub-Signature-256")
-DELIVERY_HEADERS = ("X-OpenLoop-Delivery", "X-Request-Id")
 SENSOR_SECRET_PREFIX = "OPENLOOP_HOOK_SECRET_"
 
 
@@ -107,26 +106,34 @@ def register(app: FastAPI) -> None:
         if not secret:
             log.error("/hooks/%s refused: %s is not set", name, found.secret_env)
             return _answer(503, error=f"{found.secret_env} is not set; refusing unsigned webhooks")
-        body = await request.body()
-        signature = next((request.headers[h] for h in SIGNATURE_HEADERS if h in request.headers), None)
-        if not verify_signature(secret.encode(), body, signature):
+        body = await request.body()  # bounded by surfaces.limits
+        delivery = request.headers.get(hook_signature.DELIVERY_HEADER)
+        reason = hook_signature.problem(
+            secret,
+            body,
+            request.headers.get(hook_signature.SIGNATURE_HEADER),
+            request.headers.get(hook_signature.TIMESTAMP_HEADER),
+            delivery,
+        )
+        if reason is not None:
             actor = request.client.host if request.client else "unknown"
-            reason = "missing signature" if signature is None else "signature does not match"
             log.warning("/hooks/%s refused (401) from %s: %s", name, actor, reason)
             await _audit_refusal(settings, name, actor, reason)
-            return _answer(401, error=f"bad or missing {SIGNATURE_HEADERS[0]}")
+            return _answer(401, error=f"bad, missing or stale signature: {reason}", how=hook_signature.HOW)
         try:
             payload = json.loads(body)
         except ValueError:
             return _answer(400, error="the body is not JSON")
-        key = next((request.headers[h] for h in DELIVERY_HEADERS if h in request.headers), None)
-        run_key = f"{name}-{key or hashlib.sha256(body).hexdigest()[:32]}"
+        run_key = f"{name}-{delivery or hashlib.sha256(body).hexdigest()[:32]}"
         if request.app.state.temporal is None:
             return _answer(503, error="the surfaces server is not connected to Temporal yet; send it again")
         try:
             outcome = await _start(request.app, found, payload, run_key)
         except RPCError as exc:
             log.warning("/hooks/%s: playbook runs not started: %s", name, exc)
+            too_large = too_large_for_temporal(exc)
+            if too_large is not None:
+                return too_large_answer(too_large)
             return _answer(503, error="Temporal is unavailable; send it again")
         if outcome is None:
             return _answer(200, status="ignored", reason="the sensor made no event of this request")

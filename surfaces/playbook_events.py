@@ -26,6 +26,7 @@ from activities.playbooks.starts import Started, start_listening
 from activities.store import playbooks as playbook_rows
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.limits import too_large_answer, too_large_for_temporal
 from workflows.playbook_types import EventType
 
 log = logging.getLogger("openloop.playbooks")
@@ -170,6 +171,9 @@ async def _started_or_refused(
         outcome = await _start(app.state.settings, app, matched, run_key)
     except RPCError as exc:
         log.warning("%s: playbook runs not started: %s", what, exc)
+        too_large = too_large_for_temporal(exc)
+        if too_large is not None:  # sent again it would be refused again
+            return too_large_answer(too_large)
         return JSONResponse({"error": "Temporal is unavailable; send it again"}, status_code=503)
     log.info("%s started playbook runs %s", what, outcome.started or "none (duplicate)")
     return _answer(outcome)

@@ -1,5 +1,7 @@
-"""The sensors the surfaces server serves: loaded from the playbooks folder at start-up (see
-`activities.playbooks.sensor_code`, shared with the worker's sensor polls)."""
+"""The sensors the surfaces server serves: loaded from the playbooks folder at start-up, exactly
+what the compiler's static reading of `sensors/*.py` declares; a file it refuses is not imported
+and each reason is logged (see `activities.playbooks.sensor_code`, shared with the worker's
+sensor polls)."""
 
 from __future__ import annotations
 

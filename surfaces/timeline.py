@@ -9,20 +9,23 @@ tokens and cost, tool calls, approvals with who decided and when, signals, statu
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
 
 from temporalio.api.common.v1 import Payloads
 from temporalio.api.enums.v1 import EventType
-from temporalio.api.history.v1 import HistoryEvent
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.api.history.v1 import ActivityTaskScheduledEventAttributes, HistoryEvent
 from temporalio.converter import decode_search_attributes
 
-from surfaces.timeline_children import CHILD_EVENTS, ChildRun, child_wait, read_child_event
+from surfaces.timeline_approvals import VoidedApprovals, mcp_problems, tell_what_followed
+from surfaces.timeline_children import CHILD_EVENTS, child_wait, read_child_event
+from surfaces.timeline_entries import Entry, Story, parse_iso
+from surfaces.timeline_entries import decode as _decode
 from surfaces.timeline_signals import GateView, signal_entry
 from workers.history import event_time, local_activity_type
 from workflows import search
+from workflows.code_types import CodeActivity, CodeToolInput, CodeToolResult
+from workflows.mcp_types import McpCallInput, McpListResult
 from workflows.message_types import PrepareApprovalResult
 from workflows.types import (
     ActivityName,
@@ -38,7 +41,8 @@ from workflows.types import (
     ToolCallResult,
 )
 
-T = TypeVar("T")
+__all__ = ["Entry", "Story", "parse_iso", "story_from_history"]
+
 E = EventType
 
 _CLOSED = {
@@ -50,42 +54,11 @@ _CLOSED = {
 }
 
 
-@dataclass
-class Entry:
-    at: datetime | None
-    kind: str  # start | model | tool | approval | signal | refused | status | reply | recall | stop
-    what: str
-    step: int | None = None
-    who: str | None = None
-    cost_usd: float = 0.0
-
-
-@dataclass
-class Story:
-    task: TaskInput | None = None
-    result: TaskResult | None = None
-    closed: str | None = None  # how the run ended when it did not return a result
-    entries: list[Entry] = field(default_factory=list)
-    children: list[ChildRun] = field(default_factory=list)  # subagents and teammates it started
-
-    @property
-    def cost_usd(self) -> float:
-        return sum(entry.cost_usd for entry in self.entries)
-
-
-def _decode(payloads: Payloads, type_: type[T]) -> T | None:
-    if not payloads.payloads:
-        return None
-    try:
-        return pydantic_data_converter.payload_converter.from_payloads(payloads.payloads, [type_])[0]  # type: ignore[no-any-return]
-    except Exception:  # a payload this version cannot read is skipped, not fatal
-        return None
-
-
 def story_from_history(events: Sequence[HistoryEvent]) -> Story:
     reader = _Reader()
     for event in events:
         reader.read(event)
+    tell_what_followed(reader.story.entries, reader.voided)
     return reader.story
 
 
@@ -104,6 +77,8 @@ class _Reader:
         self.scheduled: dict[int, HistoryEvent] = {}
         self.calls: list[_Call] = []  # tool calls of the last model answer not yet run
         self.gate = GateView()
+        self.voids = VoidedApprovals()
+        self.voided: list[Entry] = []  # approvals voided by a changed workspace
 
     def read(self, event: HistoryEvent) -> None:
         at, kind, story = event_time(event), event.event_type, self.story
@@ -161,6 +136,9 @@ class _Reader:
                 self.gate.posted(posted.request)
         elif attrs.activity_type.name == ActivityName.RESOLVE_APPROVAL_REQUEST:
             self.gate.resolved()
+            decided = _decode(attrs.input, ResolveApprovalRequestInput)
+            if decided is not None:
+                self.voids.decided(decided)
 
     def _track_approvers(self, scheduled: HistoryEvent, result: Payloads) -> None:
         """Who the approvers stood for when last resolved: a budget extension is checked
@@ -176,11 +154,17 @@ class _Reader:
     def _completed(self, scheduled: HistoryEvent, result: Payloads, at: datetime) -> list[Entry]:
         """The entries of a finished activity; remembers the tool calls a model answer asked for."""
         attrs = scheduled.activity_task_scheduled_event_attributes
-        if attrs.activity_type.name != ActivityName.CALL_MODEL:
+        name = attrs.activity_type.name
+        if name == ActivityName.MCP_LIST_TOOLS:
+            return [Entry(at, "tool", said) for said in mcp_problems(_decode(result, McpListResult))]
+        if name == CodeActivity.RUN_TOOL:
+            void = self.voids.diffed(_decode(attrs.input, CodeToolInput), _decode(result, CodeToolResult))
+            self.voided += [Entry(at, "approval", void)] if void else []
+            return self.voided[-1:] if void else []
+        if name != ActivityName.CALL_MODEL:
             entry = _completed(scheduled, result, at)
-            if entry is not None and attrs.activity_type.name == ActivityName.RUN_TOOL:
-                ran = _decode(attrs.input, ToolCallInput)
-                self.calls = [c for c in self.calls if ran is None or c.call_id != ran.call_id]
+            ran = _tool_input(attrs) if entry is not None else None
+            self.calls = [c for c in self.calls if ran is None or c.call_id != ran.call_id]
             return [entry] if entry is not None else []
         inp, out = _decode(attrs.input, ModelCallInput), _decode(result, ModelCallResult)
         if out is None:
@@ -223,6 +207,16 @@ def _tool_entry(
     return Entry(at, "tool", f"{tool}: {outcome}: {preview}", step=step, who=who)
 
 
+def _tool_input(attrs: ActivityTaskScheduledEventAttributes) -> ToolCallInput | None:
+    """The call a native or MCP tool activity ran; None for any other activity."""
+    if attrs.activity_type.name == ActivityName.MCP_CALL_TOOL:
+        mcp = _decode(attrs.input, McpCallInput)
+        return mcp.call if mcp is not None else None
+    if attrs.activity_type.name == ActivityName.RUN_TOOL:
+        return _decode(attrs.input, ToolCallInput)
+    return None
+
+
 def _activity_failed(event: HistoryEvent, scheduled: dict[int, HistoryEvent], at: datetime) -> Entry:
     if event.event_type == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
         failed = event.activity_task_failed_event_attributes
@@ -255,9 +249,8 @@ def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry
     """The entry of a finished activity other than a model call."""
     attrs = scheduled.activity_task_scheduled_event_attributes
     name = attrs.activity_type.name
-    if name == ActivityName.RUN_TOOL:
-        tool_in = _decode(attrs.input, ToolCallInput)
-        tool_out = _decode(result, ToolCallResult)
+    if name in (ActivityName.RUN_TOOL, ActivityName.MCP_CALL_TOOL):
+        tool_in, tool_out = _tool_input(attrs), _decode(result, ToolCallResult)
         if tool_in is None:
             return None
         who = tool_in.approval.approver if tool_in.approval else None
@@ -283,10 +276,3 @@ def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry
         text = reply.text.strip().replace("\n", " ")[:100]
         return Entry(at, "reply", f"{reply.status.value}: {text}", step=reply.step)
     return None
-
-
-def parse_iso(text: str) -> datetime | None:
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None

@@ -21,7 +21,7 @@ from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait
 from workflows.types import TaskInput, TaskResult
 
 if TYPE_CHECKING:
-    from surfaces.timeline import Story
+    from surfaces.timeline_entries import Story
 
 E = EventType
 CHILD_EVENTS = {

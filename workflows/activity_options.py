@@ -20,8 +20,13 @@ NON_RETRYABLE_MODEL_ERRORS = [
     ErrorType.MODEL_NOT_FOUND.value,
     ErrorType.PROMPT_TOO_LARGE.value,  # no retry makes it fit: the workflow must shrink it
 ]
-# A tool or surface that is not configured stays so until someone fixes the config.
-NON_RETRYABLE_TOOL_ERRORS = [ErrorType.TOOL_CONFIG_ERROR.value, ErrorType.MCP_PROTOCOL_ERROR.value]
+# A tool or surface that is not configured stays so until someone fixes the config; an MCP
+# server that refuses the credential (401/403) refuses it again until someone changes it.
+NON_RETRYABLE_TOOL_ERRORS = [
+    ErrorType.TOOL_CONFIG_ERROR.value,
+    ErrorType.MCP_PROTOCOL_ERROR.value,
+    ErrorType.MCP_AUTH_ERROR.value,
+]
 
 MODEL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
@@ -86,8 +91,13 @@ MCP_CALL_RETRY = RetryPolicy(
     maximum_attempts=6,
     non_retryable_error_types=NON_RETRYABLE_TOOL_ERRORS,
 )
+# The call heartbeats at half this while it waits for the server
+# (`activities.heartbeats`), so a call whose worker died is retried after this, not after
+# the 2-minute start-to-close timeout; a slow tool on a live worker keeps beating.
+MCP_CALL_HEARTBEAT_TIMEOUT = timedelta(seconds=20)
 MCP_CALL_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(minutes=2),
+    "heartbeat_timeout": MCP_CALL_HEARTBEAT_TIMEOUT,
     "retry_policy": MCP_CALL_RETRY,
     "summary": "MCP tool call",
 }

@@ -13,14 +13,32 @@ _RUN_URL = re.compile(r"^Run: (https?://\S+)$", re.M)
 _SHOWN_FAILURES = 5
 
 
-def describe_tests(run: TestRun | None, configured: bool = True) -> str:
+def describe_tests(run: TestRun | None, configured: bool = True, before: TestRun | None = None) -> str:
+    """How a test run went; against the run `before` it, how many fewer tests ran and which."""
     if run is None:
         return "not run" if configured else "not run (no test command is configured: spec.coding.verify)"
+    fewer = fewer_tests(before, run)
     if run.passed:
-        return f"passed ({run.summary})" if run.summary else "passed"
+        shown = ", ".join(part for part in (run.summary, fewer) if part)
+        return f"passed ({shown})" if shown else "passed"
     failing = run.failing or []
     named = ", ".join(failing[:_SHOWN_FAILURES]) + (" …" if len(failing) > _SHOWN_FAILURES else "")
-    return f"failed: {len(failing)} failing ({named})" if failing else f"failed: {run.summary[:200]}"
+    said = f"failed: {len(failing)} failing ({named})" if failing else f"failed: {run.summary[:200]}"
+    return f"{said}; {fewer}" if fewer else said
+
+
+def fewer_tests(before: TestRun | None, after: TestRun) -> str:
+    """How many fewer tests ran than before ("2 fewer than before"), naming the tests that
+    failed before and no longer do when the missing count accounts for them: they did not
+    pass, they did not run. Empty when as many ran, or either run did not say how many."""
+    if before is None or before.ran is None or after.ran is None or after.ran >= before.ran:
+        return ""
+    missing = before.ran - after.ran
+    stopped = sorted(set(before.failing or []) - set(after.failing or []))
+    if stopped and len(stopped) <= missing:
+        shown = ", ".join(stopped[:_SHOWN_FAILURES]) + (" …" if len(stopped) > _SHOWN_FAILURES else "")
+        return f"{missing} fewer than before: {shown} gone"
+    return f"{missing} fewer than before"
 
 
 def describe_diff(diff: DiffSnapshot) -> str:
@@ -55,7 +73,7 @@ def pull_request_body(
             "",
             "---",
             f"- Tests before: {describe_tests(state.tests_before, configured)}",
-            f"- Tests after: {describe_tests(state.tests_after, configured)}",
+            f"- Tests after: {describe_tests(state.tests_after, configured, state.tests_before)}",
             f"- Diff: {describe_diff(diff)} (sha256 `{diff.sha256[:16]}`)",
             f"- Started from: {where}",
             f"- Made by OpenLoop task `{task_id}`; model cost so far ${cost_usd:.4f}.",

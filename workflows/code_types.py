@@ -43,6 +43,7 @@ class TestRun(_Frozen):
     passed: bool
     failing: list[str] | None = None  # test ids; None: the output named none
     summary: str = ""  # the last error, or how many passed
+    ran: int | None = None  # how many tests ran (not skipped); None: the output said not
     output_id: int | None = None  # the stored output
     diff_sha256: str = ""  # the workspace's diff it ran against
 

@@ -7,6 +7,8 @@ parent's remaining one before it starts: delegations asked for in one answer run
 parallel (at most `spec.subagents.max_parallel` at a time) and share what is left, so the
 sum over a task's tree never exceeds its ceiling. Depth: a subagent carries its parent's
 `max_depth` less one, and one at zero is neither offered `agent.delegate` nor allowed it.
+A teammate's task is bounded the same way (`workflows.task_tree`): its budget carved out of
+the asker's, its depth counted in the same tree, and no agent asked by a task below it.
 The child's answer, usage and stop reason come back as the tool result; its usage is
 charged to the parent. Its id derives from the parent's id, the step and the call's key,
 so a retried step never starts a second child. A question to a teammate is audited on both
@@ -30,7 +32,6 @@ from temporalio.exceptions import FailureError
 from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from config.agent import AgentConfig
     from config.subagents import DEFAULT_MAX_PARALLEL, SubagentProfile, allows_tool
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait, TeammateLookup, TeammateStart
@@ -45,11 +46,21 @@ with workflow.unsafe.imports_passed_through():
     )
 
 from workflows.task_record import TaskRecord
+from workflows.task_tree import (
+    carved_agent,
+    clamped,
+    cycle_refusal,
+    depth_left,
+    lineage,
+    offered,
+    teammate_input,
+)
 from workflows.usage_meter import UsageMeter
 
 MAX_PARALLEL = DEFAULT_MAX_PARALLEL  # unless the agent's spec.subagents.max_parallel says otherwise
 CHILD_WAITS = "child-approval-waits"  # workflow.patched id: a child tells its parent it waits
 TEAMMATE_AUDIT = "teammate-audit"  # workflow.patched id: both sides of a question are audited
+TEAMMATE_TREE = "teammate-tree-bounds"  # workflow.patched id: a teammate is bounded by the tree
 
 
 class Delegation:
@@ -66,8 +77,8 @@ class Delegation:
         self.cancelled = False
 
     def allowed(self) -> bool:
-        """Below the depth limit (a subagent carries what is left of it)."""
-        return self.inp.agent.spec.subagents.max_depth >= 1
+        """Below the depth limit (a child carries what is left of it) and the tree's."""
+        return depth_left(self.inp)
 
     async def run(self, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
         """Start one subagent with `1/share` of what the parent has left, and wait for it."""
@@ -102,28 +113,34 @@ class Delegation:
                 output=f"Error (permission): {name!r} is not on your team ({team})",
                 error_kind="permission",
             )
+        bounded = workflow.patched(TEAMMATE_TREE)
+        refusal = cycle_refusal(self.inp, name) if bounded else None
+        if refusal is not None:
+            self.record.record("refused", f"agent.ask_teammate: {refusal}")
+            return ToolCallResult(ok=False, output=f"Error (permission): {refusal}", error_kind="permission")
         found: TeammateStart = await workflow.execute_local_activity(
             ActivityName.TEAMMATE_START,
             TeammateLookup(name, self.inp.agent.workspace),
             result_type=TeammateStart,
             **LOCAL_OPTIONS,
         )
-        child = TaskInput(
-            task_id=f"{self.inp.task_id}-t{self.record.step}-{key}",
-            agent=found.agent,
-            agent_version=found.version,
-            context=self.inp.context,
-            request=f"{self.inp.agent.name} asks: {arguments.get('question', '')}",
-            tools=found.tools,
-            skills=found.skills,
-            parent=self.inp.task_id,
+        task_id = f"{self.inp.task_id}-t{self.record.step}-{key}"
+        request = f"{self.inp.agent.name} asks: {arguments.get('question', '')}"
+        # Out of what this task has left, in this task's tree (before the patch: unbounded).
+        child = teammate_input(self.inp, found, task_id, request, self._carve(1) if bounded else None)
+        ceiling = child.agent.spec
+        self.record.record(
+            "tool",
+            f"agent.ask_teammate: asked {name} ({task_id}) with ${ceiling.budget.per_task_usd:.4f}, "
+            f"{ceiling.limits.token_limit} tokens",
         )
-        self.record.record("tool", f"agent.ask_teammate: asked {name} ({child.task_id})")
         summary = f"{name} asked by {self.inp.agent.name} ({self.inp.task_id})"
         audited = workflow.patched(TEAMMATE_AUDIT)
         if audited:  # in the teammate's audit: who asked it, before it answers
             await self._audit(child, "teammate_asked", f"agent:{self.inp.agent.name}", arguments, "asked")
         result = await self._child(child, f"teammate {name}", summary)
+        if bounded:
+            self._charge(result.usage)
         if audited:  # in the caller's: whom it asked, and how that ended
             await self._audit(
                 self.inp,
@@ -133,7 +150,8 @@ class Delegation:
                 key=key,
                 outcome=f"{result.status.value.lower()}: {child.task_id}",
             )
-        outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} of its own budget)"
+        whose = "of your budget" if bounded else "of its own budget"
+        outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} {whose})"
         return ToolCallResult(
             ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{result.reply.strip() or '(no answer)'}"
         )
@@ -248,9 +266,9 @@ class Delegation:
         """What the subagent starts with: the parent's tools narrowed by the profile and the
         call's `tools` (never widened), `agent.delegate` only while depth is left."""
         asked = arguments.get("tools")
-        offered = self.tools.specs if self.tools is not None else (self.inp.tools or [])
-        depth = self.inp.agent.spec.subagents.child()
-        parent_tools = [spec for spec in offered if spec.source != "delegate" or depth.max_depth >= 1]
+        given = self.tools.specs if self.tools is not None else (self.inp.tools or [])
+        depth = clamped(self.inp.agent.spec.subagents.child(), len(self.inp.ancestors) + 1)
+        parent_tools = offered(given, depth)
         if profile is not None:  # skill tools stay: the child keeps the parent's skills
             parent_tools = [s for s in parent_tools if s.source == "skill" or allows_tool(profile, s.name)]
         if isinstance(asked, list):
@@ -270,12 +288,5 @@ class Delegation:
             tools=parent_tools,
             skills=list(self.inp.skills),
             parent=self.inp.task_id,
+            ancestors=lineage(self.inp),
         )
-
-
-def carved_agent(agent: AgentConfig, usd: float, tokens: int) -> AgentConfig:
-    """The agent with this subagent's slice of the budget as its per-task ceiling."""
-    spec = agent.spec
-    budget = spec.budget.model_copy(update={"per_task_usd": usd})
-    limits = spec.limits.model_copy(update={"token_limit": tokens})
-    return agent.model_copy(update={"spec": spec.model_copy(update={"budget": budget, "limits": limits})})

@@ -40,6 +40,7 @@ class ErrorType(StrEnum):
     # MCP servers (activities.mcp).
     MCP_UNAVAILABLE = "McpUnavailable"  # cannot connect, timed out: retried
     MCP_PROTOCOL_ERROR = "McpProtocolError"  # the server answered with a protocol error: not retried
+    MCP_AUTH_ERROR = "McpAuthError"  # 401/403: the credential the config names is wrong: not retried
 
     # Repair loops (activities.loops).
     WORKSPACE_LOST = "WorkspaceLost"  # this worker no longer holds the workspace: re-acquire it

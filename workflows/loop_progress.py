@@ -3,6 +3,9 @@
 Pure and deterministic (the loop workflow calls it). Progress is the identity of failing
 tests, not their count: a round that fixes one test and breaks another is REGRESSING, and
 the same failing set (and metric) round after round is NO_PROGRESS, never an endless retry.
+A test is fixed only when it runs and passes: when scan or verify runs fewer tests than it
+ever did, the tests that stopped failing are gone (deleted, skipped, no longer collected),
+not fixed, and the round is REGRESSING however green the run looks.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ class Judgement:
     broken: list[str]
     metric: float | None
     note: str
+    gone: list[str] = field(default_factory=list)  # stopped failing because they did not run
+    fewer: str = ""  # how many fewer tests ran than before, and which; "" when none fewer
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,19 @@ def _shown(tests: list[str], limit: int = 3) -> str:
     return ", ".join(tests[:limit]) + more
 
 
+def _fewer(most: int, now: int, stopped: list[str]) -> tuple[list[str], str]:
+    """The tests gone, and the words for a run of `now` tests where `most` ran before; the
+    tests that stopped failing are named gone when the missing count accounts for them all."""
+    missing = most - now
+    gone = stopped if stopped and len(stopped) <= missing else []
+    words = f"{missing} fewer test{'s' if missing > 1 else ''} ran than before ({most} → {now})"
+    if gone:
+        words += f": {_shown(gone)} gone"
+    elif stopped:
+        words += f"; {_shown(stopped)} stopped failing but may not have run"
+    return gone, f"{words}; a test that no longer runs is not fixed"
+
+
 @dataclass
 class LoopProgress:
     """What the loop remembers between rounds; rebuilt on replay from the same results."""
@@ -58,6 +76,7 @@ class LoopProgress:
     limits: Limits
     baseline: Baseline | None
     has_fixer: bool
+    count_tests: bool = False  # compare how many tests ran (loops started before did not)
     failing: list[str] | None = None
     metric: float | None = None
     last_failed: bool = False  # the last round's verify (or baseline) did not pass
@@ -65,6 +84,27 @@ class LoopProgress:
     consecutive_failures: int = 0
     unchanged_rounds: int = 0
     history: list[RoundVerdict] = field(default_factory=list)
+    most_ran: dict[str, int] = field(default_factory=dict)  # the most tests each check command ran
+    unconfirmed: list[str] = field(default_factory=list)  # failed once, not yet seen passing
+
+    def _count(self, results: list[CommandResult], now: set[str] | None) -> tuple[list[str], str]:
+        """The tests gone this round and the words for it ("" when no fewer tests ran). Runs of
+        the same command are compared (a scan and a verify running the same tests too)."""
+        suspects = set(self.unconfirmed) | set(self.failing or [])
+        worst: tuple[int, int, list[str]] | None = None  # most before, ran now, stopped failing
+        for result in results:
+            if result.step not in _CHECKED or result.tests_ran is None:
+                continue
+            most, failing = self.most_ran.get(result.command, 0), set(result.failing_tests or [])
+            if result.tests_ran < most and (worst is None or most - result.tests_ran > worst[0] - worst[1]):
+                worst = (most, result.tests_ran, sorted(suspects - failing))
+            self.most_ran[result.command] = max(most, result.tests_ran)
+            suspects |= failing
+        if worst is None:
+            self.unconfirmed = sorted(now or [])  # the others ran and passed: fixed
+            return [], ""
+        self.unconfirmed = sorted(suspects | (now or set()))
+        return _fewer(*worst)
 
     def judge(self, results: list[CommandResult]) -> Judgement:
         """Record one finished round; its verdict and what changed since the last one."""
@@ -78,8 +118,13 @@ class LoopProgress:
         now = set(failing) if failing is not None else None
         fixed = sorted(before - now) if before is not None and now is not None else []
         broken = sorted(now - before) if before is not None and now is not None else []
+        gone, fewer = self._count(results, now) if self.count_tests else ([], "")
+        if fewer:
+            fixed = []  # none of them was seen running and passing
         if abnormal:
             verdict, note = RoundVerdict.ABNORMAL, "; ".join(f"{r.step}: {r.reason}" for r in abnormal)
+        elif fewer:
+            verdict, note = RoundVerdict.REGRESSING, fewer
         elif checks_pass and metric_ok:
             verdict, note = RoundVerdict.PASSED, "every check passed"
         elif broken:
@@ -102,7 +147,7 @@ class LoopProgress:
         self.last_failed = verdict is not RoundVerdict.PASSED and not (checks_pass and not metric_ok)
         self.metric_missed = checks_pass and not metric_ok and not abnormal
         self.history.append(verdict)
-        return Judgement(verdict, failing, fixed, broken, metric, note)
+        return Judgement(verdict, failing, fixed, broken, metric, note, gone, fewer)
 
     def _metric_improved(self, metric: float | None) -> bool:
         if self.baseline is None or metric is None or self.metric is None:
@@ -131,9 +176,10 @@ class LoopProgress:
             )
         if self.unchanged_rounds >= self.limits.no_progress_rounds:
             what = f"the same failing tests ({_shown(self.failing)})" if self.failing else "the same results"
+            fewer = f"; {judgement.fewer}" if judgement.fewer else ""
             return Stop(
                 LoopStatus.NO_PROGRESS,
-                f"{what} for {self.unchanged_rounds + 1} rounds in a row",
+                f"{what} for {self.unchanged_rounds + 1} rounds in a row{fewer}",
                 f"the fix is not reaching the cause: read {logs} and sharpen the mission or fix command",
             )
         if self.consecutive_failures >= self.limits.max_consecutive_failures:

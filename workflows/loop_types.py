@@ -200,6 +200,7 @@ class CommandResult(_Frozen):
     output_id: int | None  # the stored output (`openloop loops logs`)
     tail: str  # the output's last lines, bounded
     failing_tests: list[str] | None = None  # None: the output named no tests
+    tests_ran: int | None = None  # how many tests ran (not skipped); None: the output said not
     metric: float | None = None
     reason: str = ""  # why an abnormal outcome happened, in words
     sandboxed: bool = True
@@ -234,6 +235,7 @@ class RoundReport(_Frozen):
     failing_tests: list[str] | None
     fixed_tests: list[str] = Field(default_factory=list)
     broken_tests: list[str] = Field(default_factory=list)
+    gone_tests: list[str] = Field(default_factory=list)  # failed before, stopped failing, did not run
     metric: float | None = None
     verdict: RoundVerdict
     diff: DiffSnapshot | None = None

@@ -15,6 +15,9 @@ from workflows.playbook_types import PlaybookRunStatus, StepRun
 # Emitted events start runs that may emit again: a chain stops at this depth, so two
 # playbooks that answer each other's events cannot loop for ever.
 MAX_EMIT_DEPTH = 5
+# However wide a chain fans out (two steps emitting, two playbooks listening), one outside
+# event starts at most this many runs in all; the start that would pass it is refused.
+MAX_RUNS_PER_EVENT = 10
 # The run key a Schedule's action carries: the run takes the schedule's time instead.
 SCHEDULED_RUN_KEY = "schedule"
 CRON_EVENT = "cron"  # a scheduled run's event name; its fields are `scheduled_at` and `last_run`
@@ -32,6 +35,8 @@ class AgentLookup(BaseModel):
     """A step's agent, by the applied name the compiler resolved (in whichever workspace)."""
 
     agent: str
+    # The step's `approval`: with "agent", an agent whose writes are not all gated is refused.
+    approval: str = "agent"
 
 
 class RunRecord(BaseModel):
@@ -65,6 +70,7 @@ class PublishEvent(BaseModel):
     run_key: str  # the emitting run and step: a retried publish starts nothing new
     depth: int  # the depth of the runs it starts
     source: str = ""  # the emitting run, for messages
+    origin: str = ""  # the outside event that began the chain: its runs count together
 
 
 class SensorPoll(BaseModel):
@@ -79,4 +85,4 @@ class SensorPoll(BaseModel):
 class Published(BaseModel):
     started: list[str] = Field(default_factory=list)  # workflow ids of runs started now
     duplicates: list[str] = Field(default_factory=list)  # already started by an earlier attempt
-    refused: str = ""  # why nothing was started (the depth limit)
+    refused: str = ""  # why nothing, or not every run, was started (the depth or runs limit)

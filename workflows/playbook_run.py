@@ -1,11 +1,13 @@
 """A playbook run: one compiled playbook for one event, each step a child agent task.
 
 Every step waits for the steps it comes `after`, then runs (`workflows.playbook_step`): steps
-whose upstream steps are done run in parallel. A step whose upstream step failed or was
+whose upstream steps are done run in parallel, at most `MAX_PARALLEL_STEPS` child tasks at once
+(the others wait for a free slot). A step whose upstream step failed or was
 skipped is SKIPPED with that reason; the run FAILS when any step failed, with the first
 failure's reason. After a step with `emits:` succeeds, its output is published as that
 event, which starts the runs of the playbooks listening for it (one level deeper; chains stop
-at `MAX_EMIT_DEPTH`). The run's record (steps, outputs, costs) is stored when it starts,
+at `MAX_EMIT_DEPTH`, and the runs of one outside event at `MAX_RUNS_PER_EVENT`, the reason
+in the emitting step's). The run's record (steps, outputs, costs) is stored when it starts,
 after each step, and at its end; `progress` shows the steps while it runs.
 
 The workflow id derives from the event (a delivery id, a Slack event id, a schedule's time),
@@ -34,6 +36,7 @@ with workflow.unsafe.imports_passed_through():
         Recorded,
         RunRecord,
     )
+    from workflows.playbook_limits import MAX_PARALLEL_STEPS
     from workflows.playbook_types import (
         PLAYBOOK_WORKFLOW_NAME,
         PlaybookRunInput,
@@ -54,6 +57,9 @@ _STORE: dict[str, Any] = {
 _DONE = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED)
 # Set by Temporal on every run a Schedule starts: the time it was due.
 SCHEDULED_START = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
+# workflow.patched id: a ready step waits for a free slot once MAX_PARALLEL_STEPS child tasks
+# are going. Asked only at the limit, so a run that never reached it replays without a marker.
+BOUNDED_PARALLEL_STEPS = "bounded-parallel-steps"
 
 
 def run_key_of(inp: PlaybookRunInput) -> str:
@@ -70,6 +76,7 @@ class PlaybookRunWorkflow:
         self._steps: list[StepRun] = []
         self._record: RunRecord | None = None
         self._saves = 0
+        self._running = 0  # steps whose child tasks are going
 
     @workflow.query(name="progress")
     def progress(self) -> list[StepRun]:
@@ -125,10 +132,19 @@ class PlaybookRunWorkflow:
             state.status = StepStatus.SKIPPED
             state.reason = f"upstream step {upstream.name} {upstream.status.value.lower()}"
             return
+        if self._running >= MAX_PARALLEL_STEPS and workflow.patched(BOUNDED_PARALLEL_STEPS):
+            state.reason = f"waiting for a free slot: a run has at most {MAX_PARALLEL_STEPS} steps going"
+            while self._running >= MAX_PARALLEL_STEPS:  # every waiter wakes; the first takes the slot
+                await workflow.wait_condition(lambda: self._running < MAX_PARALLEL_STEPS)
+            state.reason = ""
+        self._running += 1
         state.status = StepStatus.RUNNING
         await self._save()
         outputs = {done.name: done.output for done in self._steps if done.status is StepStatus.SUCCEEDED}
-        await runner.run(step, state, outputs)
+        try:
+            await runner.run(step, state, outputs)
+        finally:
+            self._running -= 1
         if state.status is StepStatus.SUCCEEDED and step.emits:
             await self._publish(inp, step, state)
         await self._save()
@@ -143,7 +159,7 @@ class PlaybookRunWorkflow:
             return
         event = PublishEvent(
             event_name=step.emits, event=state.output, run_key=f"{run_id}.{step.name}",
-            depth=inp.depth + 1, source=run_id,
+            depth=inp.depth + 1, source=run_id, origin=inp.origin or run_id,
         )  # fmt: skip
         try:
             published: Published = await workflow.execute_activity(
@@ -153,9 +169,8 @@ class PlaybookRunWorkflow:
             state.status, state.reason = StepStatus.FAILED, f"could not emit {step.emits}: {why(err)}"
             return
         started = published.started + published.duplicates
-        state.reason = f"emitted {step.emits}: " + (
-            ", ".join(started) or published.refused or "no playbook listens"
-        )
+        said = [text for text in (", ".join(started), published.refused) if text]
+        state.reason = f"emitted {step.emits}: " + ("; ".join(said) or "no playbook listens")
 
     async def _save(self, **changes: Any) -> Recorded:
         """Store the run as it is now; `seq` keeps an older write from landing after a newer one."""

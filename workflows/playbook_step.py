@@ -6,6 +6,13 @@ with it; a second invalid answer fails the step with that reason. Child ids deri
 run's id and the step's name (and `.retry` for the second asking), so a retried workflow
 task never starts a second child. A child answers the run, never a surface (`parent`).
 
+A step runs its agent's latest applied version, checked again when the step starts: with
+`approval: agent`, an agent whose writes (native or MCP) are not all in its `require_for`
+is refused (`openloop.playbook.agent_start`), so re-applying an agent with fewer approvals
+never un-gates a playbook applied against the stricter one. With `approval: required`, every
+write the task may offer waits for a person: its granted writing tools and, by name or glob,
+its MCP servers' `writes` (listed only when the task starts).
+
 A part of `workflows.playbook_run`, composed, not inherited. Workflow code: deterministic, no I/O.
 """
 
@@ -21,6 +28,7 @@ from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from config.agent import AgentConfig
+    from config.playbooks.agents import mcp_write_rules
     from workflows import search
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.delegate_tool import TeammateStart
@@ -51,9 +59,11 @@ def step_request(inp: PlaybookRunInput, step: PlaybookStep, outputs: Mapping[str
 
 
 def gated_agent(agent: AgentConfig, tools: list[str]) -> AgentConfig:
-    """The agent with every write tool it has behind an approval (`approval: required`)."""
+    """The agent with every write tool it has behind an approval (`approval: required`):
+    `tools`, and its MCP write tools as `server.tool` rules the task's gate matches once listed."""
     approvals = agent.spec.approvals
-    gated = approvals.model_copy(update={"require_for": sorted({*approvals.require_for, *tools})})
+    rules = {*approvals.require_for, *tools, *mcp_write_rules(agent)}
+    gated = approvals.model_copy(update={"require_for": sorted(rules)})
     return agent.model_copy(update={"spec": agent.spec.model_copy(update={"approvals": gated})})
 
 
@@ -67,12 +77,12 @@ class StepRunner:
         try:
             found: TeammateStart = await workflow.execute_local_activity(
                 PlaybookActivity.AGENT,
-                AgentLookup(agent=step.agent),
+                AgentLookup(agent=step.agent, approval=step.approval),
                 result_type=TeammateStart,
                 **LOCAL_OPTIONS,
             )
         except FailureError as err:  # a local activity's failure may come unwrapped
-            self._fail(state, f"agent {step.agent!r} could not be loaded: {why(err)}")
+            self._fail(state, f"agent {step.agent!r} cannot run this step: {why(err)}")
             return
         request = step_request(self.inp, step, outputs)
         result = await self._ask(step, state, found, request, f"{self.run_id}.{step.name}")

@@ -102,6 +102,9 @@ class PlaybookRunInput(BaseModel):
     # workflow id derives from it, so a redelivered event never starts a second run.
     run_key: str
     depth: int = 0  # emitted-event chains stop at a fixed depth
+    # The outside event that began the chain (`event/key`), whose runs count together against
+    # a cap; "" for a run started on its own (a schedule's, say): its own id stands in.
+    origin: str = ""
 
 
 class StepStatus(StrEnum):

@@ -48,6 +48,9 @@ _STORE: dict[str, Any] = {
     "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1), maximum_attempts=100),
 }
 _LAST_ERROR_CHARS = 2000
+# workflow.patched id: a round that runs fewer tests than before is not a pass (loops started
+# before the check replay without it).
+TESTS_GONE = "loop-tests-gone"
 # A surface shows a task's status (reactions, progress); a loop's end maps onto the nearest.
 _AS_TASK_STATUS = {
     LoopStatus.SUCCESS: TaskStatus.SUCCESS,
@@ -128,7 +131,10 @@ class RepairLoopWorkflow:
     async def _rounds(self, inp: LoopInput) -> LoopResult:
         spec = inp.spec
         progress = LoopProgress(
-            spec.limits, spec.baseline, has_fixer=Step.FIX in spec.commands or Step.IMPROVE in spec.commands
+            spec.limits,
+            spec.baseline,
+            has_fixer=Step.FIX in spec.commands or Step.IMPROVE in spec.commands,
+            count_tests=workflow.patched(TESTS_GONE),
         )
         self._fixer = AgentFixer(inp) if spec.fixer_agent else None
         workspace = await self._acquire(inp)
@@ -165,11 +171,14 @@ class RepairLoopWorkflow:
             judgement = progress.judge(results)
             failed = [r for r in results if r.step is not Step.FIX and r.outcome.value != "passed"]
             last_error = (failed[-1].error_summary or failed[-1].tail)[-_LAST_ERROR_CHARS:] if failed else ""
+            if judgement.fewer:  # the next fix hears that the tests it removed must come back
+                last_error = "\n".join(filter(None, [judgement.fewer, last_error]))[:_LAST_ERROR_CHARS]
             self._diff = diff
-            self._failing = judgement.failing or []
+            self._failing = sorted({*(judgement.failing or []), *judgement.gone})
             report = RoundReport(
                 loop_id=inp.loop_id, round=round_, commands=results, failing_tests=judgement.failing,
-                fixed_tests=judgement.fixed, broken_tests=judgement.broken, metric=judgement.metric,
+                fixed_tests=judgement.fixed, broken_tests=judgement.broken, gone_tests=judgement.gone,
+                metric=judgement.metric,
                 verdict=judgement.verdict, diff=diff, worker=workspace.worker, note=judgement.note,
             )  # fmt: skip
             await workflow.execute_activity(

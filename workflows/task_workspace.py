@@ -200,7 +200,7 @@ class TaskWorkspace:
             "diff_preview": shown.result.output[:_PREVIEW_CHARS],
             "full_diff": f"openloop tasks diff {self.inp.task_id}",
             "tests_before": code_text.describe_tests(state.tests_before, configured),
-            "tests_after": code_text.describe_tests(state.tests_after, configured),
+            "tests_after": code_text.describe_tests(state.tests_after, configured, state.tests_before),
             "cost_so_far_usd": round(cost_usd, 4),
         }
 

@@ -38,6 +38,7 @@ from workflows.approvals import ApprovalGate, GateDecision
 from workflows.conversation import Conversation
 from workflows.delegation import Delegation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
+from workflows.task_tree import past_depth
 from workflows.task_workspace import TaskWorkspace
 from workflows.usage_meter import UsageMeter
 from workflows.workflow_tools import WorkflowTools
@@ -118,6 +119,7 @@ class ToolRunner:
         name = catalog_tool_name(call.name)
         check = policy.check_tool_call(self.agent, self.tools.get(name), name, call.arguments)
         had = [grant.name for grant in self.agent.spec.tools] + [spec.name for spec in self.inp.tools or []]
+        check = past_depth(check, self.inp, name, had)
         check = policy.taken_by_skill(check, name, had, self.inp.skills, self.names)
         key = self._key(call, position, name, check.arguments)
         if check.allowed and workflow.patched(BOUND_WRITES):

@@ -148,6 +148,9 @@ class TaskInput:
     # with code.open_workspace, taken on this queue of loop workers.
     workspace: WorkspaceState | None = None
     loop_queue: str = LOOP_TASK_QUEUE
+    # The agents of the tasks above this one, the root's first (a subagent repeats its
+    # parent's): no agent is asked by a task below it, and the tree's depth is its length.
+    ancestors: list[str] = field(default_factory=list)
 
 
 @dataclass

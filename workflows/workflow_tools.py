@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.delegation import Delegation
 from workflows.task_record import TaskRecord, TaskStop, failure_reason
+from workflows.task_tree import depth_refusal
 from workflows.task_workspace import TaskWorkspace
 
 SKILL_NARROWS = "skill-allowed-tools"  # workflow.patched id: a loaded skill narrows the tools
@@ -88,12 +89,9 @@ class WorkflowTools:
 
     async def delegate(self, kind: str, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
         if not self.delegation.allowed():
-            return ToolCallResult(
-                ok=False,
-                output="Error (permission): at the depth limit (spec.subagents.max_depth): "
-                "do this work yourself",
-                error_kind="permission",
-            )
+            tool = "agent.ask_teammate" if kind == "teammate" else "agent.delegate"
+            refusal = f"Error (permission): {depth_refusal(self.inp, tool)}"
+            return ToolCallResult(ok=False, output=refusal, error_kind="permission")
         try:
             if kind == "teammate":
                 return await self.delegation.ask_teammate(key, arguments)

@@ -75,7 +75,7 @@ def _blobs(batch: bytes) -> list[bytes]:
 async def changed_files(root: Path, base_commit: str) -> list[FileChange]:
     """Every file the staged workspace changes from its base commit: its path, mode and whole
     content (a symbolic link's is its target; a deleted file's is None)."""
-    raw = await workspace.git(
+    raw = await workspace.workspace_git(
         root, "diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", base_commit
     )
     fields = raw.split(b"\0")
@@ -95,7 +95,8 @@ async def changed_files(root: Path, base_commit: str) -> list[FileChange]:
     kept = [blob for _, _, blob in entries if blob is not None]
     batch = b""
     if kept:
-        batch = await workspace.git(root, "cat-file", "--batch", stdin="\n".join(kept).encode() + b"\n")
+        listed = "\n".join(kept).encode() + b"\n"
+        batch = await workspace.workspace_git(root, "cat-file", "--batch", stdin=listed)
     contents = iter(_blobs(batch))
     return [
         FileChange(path=path, mode=mode, content=None if blob is None else next(contents))

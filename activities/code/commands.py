@@ -24,6 +24,7 @@ from activities.code.context import CodeWorkspace
 from activities.code.paths import resolve_path
 from activities.loops.host import loop_host
 from activities.loops.sandbox import Progress, RunOutcome, SandboxRun, SandboxUnavailable, run_sandboxed
+from activities.loops.workspace import git_dir
 from activities.runtime import Runtime
 from activities.store import loops as loop_rows
 from activities.tools.native import ToolError
@@ -86,6 +87,7 @@ async def run_command(
         limits=workspace.setup.limits,
         sandbox=workspace.setup.sandbox,
         log_path=log_path,
+        git_dir=git_dir(workspace.root),
     )
     try:
         ended = await run_sandboxed(run, beat)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from temporalio.exceptions import ApplicationError
 
+from activities.loops.workspace import git_dir
 from workflows.errors import ErrorType
 from workflows.loop_types import LOOP_TASK_QUEUE, WorkspaceHandle
 
@@ -60,7 +61,7 @@ def held_workspace(handle: WorkspaceHandle) -> Path:
     workflow takes the workspace again (on whichever worker picks it up)."""
     host = loop_host()
     path = Path(handle.path)
-    if handle.worker != host.name or not (path / ".git").is_dir():
+    if handle.worker != host.name or not git_dir(path).is_dir():
         raise ApplicationError(
             f"{host.name} does not hold the workspace of {handle.loop_id}",
             type=ErrorType.WORKSPACE_LOST,

@@ -20,7 +20,7 @@ from temporalio.exceptions import ApplicationError
 from activities.github.client import installation_token
 from activities.loops import workspace
 from activities.loops.host import held_workspace, loop_host
-from activities.loops.output_reading import failing_tests, last_error, metric
+from activities.loops.output_reading import failing_tests, last_error, metric, ran_count
 from activities.loops.sandbox import Progress, SandboxRun, SandboxUnavailable, run_sandboxed
 from activities.runtime import runtime
 from activities.store import loops as loop_rows
@@ -113,8 +113,10 @@ def _reader(root: Path) -> Callable[[str], str | None]:
 
     def read(name: str) -> str | None:
         try:
-            target = (root / name).resolve()
-            if not target.is_relative_to(root.resolve()) or target.stat().st_size > _REPORT_MAX_BYTES:
+            real_root, target = root.resolve(), (root / name).resolve()
+            inside = target.is_relative_to(real_root) and ".git" not in target.relative_to(real_root).parts
+            # A pipe or a device would never end a read: only a bounded regular file is read.
+            if not inside or not target.is_file() or target.stat().st_size > _REPORT_MAX_BYTES:
                 return None
             return target.read_text(errors="replace")
         except OSError:
@@ -172,6 +174,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
         limits=req.limits,
         sandbox=req.sandbox,
         log_path=log_path,
+        git_dir=workspace.git_dir(path),
     )
     try:
         ended = await run_sandboxed(run, beat)
@@ -195,6 +198,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
         output_id=output_id,
         tail=ended.tail[-_TAIL_CHARS:],
         failing_tests=failing_tests(text, _reader(path), command=command),
+        tests_ran=ran_count(text, _reader(path), command=command),
         metric=metric(text, req.metric_regex) if req.metric_regex else None,
         reason=ended.reason,
         sandboxed=ended.sandboxed,

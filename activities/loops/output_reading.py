@@ -1,5 +1,5 @@
-"""What a loop command's output says: which tests fail, the baseline metric, and the part of a
-failure worth handing to the next round's fixer as `{last_error}`.
+"""What a loop command's output says: which tests fail, how many ran, the baseline metric, and
+the part of a failure worth handing to the next round's fixer as `{last_error}`.
 
 Reads pytest's terminal output (the short summary, `-v` lines, collection errors, the final
 counts line) and JUnit XML reports. A report is read only through the caller's `read_file`,
@@ -15,7 +15,7 @@ import shlex
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_REPORT_CHARS", "failing_tests", "last_error", "metric"]
+__all__ = ["MAX_REPORT_CHARS", "failing_tests", "last_error", "metric", "ran_count"]
 
 # A JUnit report larger than this is not parsed (pytest's are a few hundred bytes a test).
 MAX_REPORT_CHARS = 16 * 2**20
@@ -34,6 +34,7 @@ _COUNT = re.compile(r"(\d+) ([a-z]+)")
 _COUNT_WORDS = {"passed", "failed", "error", "errors", "skipped", "deselected", "xfailed", "xpassed"}
 _COUNT_WORDS |= {"warning", "warnings", "rerun"}
 _FAILED_WORDS = {"failed", "error", "errors"}
+_RAN_WORDS = _FAILED_WORDS | {"passed", "xfailed", "xpassed"}  # not skipped, not deselected
 _SESSION_START = re.compile(r"^=+ test session starts =+$")
 _SHORT_SUMMARY = re.compile(r"^=+ short test summary info =+$")
 _REPORT_LINE = re.compile(r"generated xml file: (.+?)(?: -+)?\s*$")
@@ -86,15 +87,29 @@ def _pytest_id(classname: str, name: str, file: str | None) -> str:
     return "::".join([path, *parts[module_length:], name])
 
 
-def _junit_failures(text: str) -> set[str] | None:
-    """Failing test ids in a JUnit XML report; None when it is not one we can read safely."""
+def _junit(text: str) -> ElementTree.Element | None:
+    """A JUnit XML report's root; None when it is not one we can read safely."""
     if len(text) > MAX_REPORT_CHARS or "<!doctype" in text.lower():
         return None
     try:
         root = ElementTree.fromstring(text)
     except ElementTree.ParseError:
         return None
-    if root.tag not in ("testsuites", "testsuite"):
+    return root if root.tag in ("testsuites", "testsuite") else None
+
+
+def _junit_ran(text: str) -> int | None:
+    """How many test cases of a JUnit report ran (were not skipped)."""
+    root = _junit(text)
+    if root is None:
+        return None
+    return sum(1 for case in root.iter("testcase") if not any(c.tag == "skipped" for c in case))
+
+
+def _junit_failures(text: str) -> set[str] | None:
+    """Failing test ids in a JUnit XML report; None when it is not one we can read safely."""
+    root = _junit(text)
+    if root is None:
         return None
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     made_by_pytest = any(suite.get("name") == "pytest" for suite in suites)
@@ -125,17 +140,54 @@ def _report_paths(lines: Iterable[str], command: str) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def _read_reports(paths: list[str], read_file: ReadFile) -> set[str] | None:
-    found: set[str] | None = None
+def _read_reports(paths: list[str], read_file: ReadFile) -> list[str]:
+    texts = []
     for path in paths:
         try:
             text = read_file(path)
         except (OSError, ValueError):
             text = None
-        failing = _junit_failures(text) if text is not None else None
+        if text is not None:
+            texts.append(text)
+    return texts
+
+
+def _report_failures(texts: list[str]) -> set[str] | None:
+    found: set[str] | None = None
+    for failing in (_junit_failures(text) for text in texts):
         if failing is not None:
             found = (found or set()) | failing
     return found
+
+
+def _counts(lines: list[str]) -> tuple[bool, list[tuple[int, str]]]:
+    """Whether pytest printed its final counts line, and the counts it printed."""
+    counted: list[tuple[int, str]] = []
+    finished = False
+    for line in lines:
+        match = _COUNTS_LINE.match(line.strip())
+        found = _COUNT.findall(match.group("counts")) if match else []
+        pairs = [(int(number), word) for number, word in found]
+        if match and all(word in _COUNT_WORDS for _, word in pairs):
+            finished = True
+            counted += pairs
+    return finished, counted
+
+
+def ran_count(output: str, read_file: ReadFile | None = None, *, command: str = "") -> int | None:
+    """How many tests ran (passed, failed, errored, xfailed, xpassed; skipped and deselected
+    ones did not): from pytest's final counts line, else from the JUnit reports `failing_tests`
+    reads; None when neither says. A test that stops failing because it no longer runs is
+    told apart from a fixed one by this count."""
+    lines = _clean(output).splitlines()
+    finished, counted = _counts(lines)
+    if finished:
+        return sum(number for number, word in counted if word in _RAN_WORDS)
+    if read_file is None:
+        return None
+    ran = [_junit_ran(text) for text in _read_reports(_report_paths(lines, command), read_file)]
+    known = [number for number in ran if number is not None]
+    return sum(known) if known else None
 
 
 def failing_tests(output: str, read_file: ReadFile | None = None, *, command: str = "") -> list[str] | None:
@@ -147,18 +199,10 @@ def failing_tests(output: str, read_file: ReadFile | None = None, *, command: st
     is the answer: it lists every test even when the output was cut short.
     """
     lines = _clean(output).splitlines()
-    counted: list[tuple[int, str]] = []
-    finished = False  # pytest printed its final counts line
-    for line in lines:
-        match = _COUNTS_LINE.match(line.strip())
-        found = _COUNT.findall(match.group("counts")) if match else []
-        pairs = [(int(number), word) for number, word in found]
-        if match and all(word in _COUNT_WORDS for _, word in pairs):
-            finished = True
-            counted += pairs
+    finished, counted = _counts(lines)  # pytest printed its final counts line
     pytest_run = finished or any(_SESSION_START.match(line) or _SHORT_SUMMARY.match(line) for line in lines)
     if read_file is not None and finished:
-        from_reports = _read_reports(_report_paths(lines, command), read_file)
+        from_reports = _report_failures(_read_reports(_report_paths(lines, command), read_file))
         if from_reports is not None:
             return sorted(from_reports)
     failing: set[str] = set()

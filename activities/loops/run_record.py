@@ -86,3 +86,20 @@ def judge_exit(returncode: int) -> tuple[Outcome, int | None, str]:
         " (perhaps the kernel's out-of-memory killer)" if name == "SIGKILL" else ""
     )
     return Outcome.ABNORMAL, exit_code, reason
+
+
+# What shells and runtimes print when the kernel refuses a fork (RLIMIT_NPROC: EAGAIN).
+_FORK_REFUSED = (
+    "cannot fork",
+    "can't fork",
+    "fork: resource temporarily unavailable",
+    "fork: retry: resource temporarily unavailable",
+    "blockingioerror: [errno 11]",
+)
+
+
+def judge_fork_refusal(outcome: Outcome, tail: str, max_processes: int) -> str | None:
+    """Why a failed command failed when it ran into the process limit, else None."""
+    if outcome is not Outcome.FAILED or not any(sign in tail.lower() for sign in _FORK_REFUSED):
+        return None
+    return f"reached the limit of {max_processes} processes: the kernel refused a fork"

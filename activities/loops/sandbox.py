@@ -1,10 +1,12 @@
 """Run one command line of a repair loop inside bubblewrap, with limits, and say how it ended.
 
-The command sees its workspace (read-write, also its working directory), the system
-directories and the worker's Python (read-only), a private /tmp, and only the variables it is
-given; no network unless the loop asks for it. A command that cannot be sandboxed is never run
-unconfined: `run_sandboxed` raises `SandboxUnavailable`. Provider "none" runs it directly with
-the same limits and scrubbed environment, and the outcome says so (`sandboxed=False`).
+The command sees its workspace (read-write, also its working directory), its repository
+read-only at `.git`, the system directories and the worker's Python (read-only), a private
+/tmp, and only the variables it is given; no network unless the loop asks for it. Memory and
+process limits are the kernel's (see `activities.loops.bwrap`); a watcher also sums the
+tree's memory with its in-memory files. A command that cannot be sandboxed is never run
+unconfined: `run_sandboxed` raises `SandboxUnavailable`. Provider "none" runs it directly
+with the same limits and scrubbed environment, and the outcome says so (`sandboxed=False`).
 Temporal and the loop's meaning of each step stay out of this module."""
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -24,7 +25,16 @@ from pathlib import Path
 
 import psutil
 
-from activities.loops.run_record import OutputLog, RunOutcome, judge_exit
+from activities.loops.bwrap import (
+    SYSTEM_PATH,
+    as_root,
+    bwrap_argv,
+    command_env,
+    hand_over,
+    sandbox_uid,
+    tmpfs_used_bytes,
+)
+from activities.loops.run_record import OutputLog, RunOutcome, judge_exit, judge_fork_refusal
 from workflows.loop_types import Limits, Outcome, Sandbox
 
 __all__ = ["Progress", "RunOutcome", "SandboxRun", "SandboxUnavailable", "run_sandboxed", "sandbox_problem"]
@@ -33,8 +43,6 @@ WATCH_INTERVAL_S = 0.2  # how often memory, process count and both clocks are ch
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL: time for a test runner to clean up
 DRAIN_TIMEOUT_S = 1.0  # output still arriving after the command ended
 PROBE_TIMEOUT_S = 10.0
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
-SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KUBERNETES_HINT = (
     "on Kubernetes the pod needs user namespaces and an unmasked /proc (seccomp and AppArmor "
     "'Unconfined' and procMount 'Unmasked', or a privileged container); see deploy/README.md"
@@ -53,6 +61,7 @@ class SandboxRun:
     limits: Limits
     sandbox: Sandbox
     log_path: Path  # the command's output, outside the workspace; keeps the last limits.output_kb KB
+    git_dir: Path | None = None  # the workspace's repository, shown read-only at `.git`
 
 
 @dataclass(frozen=True)
@@ -71,12 +80,14 @@ def sandbox_problem() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap is not installed: apt-get install bubblewrap"
-    if shutil.which("prlimit") is None:
-        return "prlimit is not installed: apt-get install util-linux"
+    if shutil.which("prlimit") is None or (as_root() and shutil.which("setpriv") is None):
+        return "prlimit or setpriv is not installed: apt-get install util-linux"
     if bwrap in _WORKING:
         return None  # probed already: a sandbox that worked once keeps working
     with tempfile.TemporaryDirectory() as workspace:
-        argv = _limited(Limits()) + _bwrap_argv("true", Path(workspace), {}, Limits(), Sandbox())
+        if as_root():
+            hand_over(Path(workspace), sandbox_uid(Path(workspace)))
+        argv = _limited(Limits()) + bwrap_argv("true", Path(workspace), {}, Limits(), Sandbox())
         try:
             probe = subprocess.run(
                 argv, capture_output=True, timeout=PROBE_TIMEOUT_S, env={"PATH": SYSTEM_PATH}, check=False
@@ -107,10 +118,12 @@ async def run_sandboxed(
     if missing:
         return _not_started(f"could not start: {missing[0]} does not exist", started, sandboxed)
     if sandboxed:
-        argv = _bwrap_argv(run.command, workspace, run.env, run.limits, run.sandbox)
+        argv = bwrap_argv(run.command, workspace, run.env, run.limits, run.sandbox, run.git_dir)
         env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}  # bwrap clears it again for the command
+        if as_root():
+            await asyncio.to_thread(hand_over, workspace, sandbox_uid(workspace))
     else:
-        argv, env = ["/bin/sh", "-c", run.command], _command_env(run.env)
+        argv, env = ["/bin/sh", "-c", run.command], command_env(run.env)
     supervision = _Supervision(OutputLog(run.log_path, run.limits.output_kb), run.limits, sandboxed)
     try:
         await asyncio.get_running_loop().subprocess_exec(
@@ -131,42 +144,8 @@ async def run_sandboxed(
 
 
 def _limited(limits: Limits) -> list[str]:
-    # Root is exempt from RLIMIT_NPROC, so the watcher counts processes too.
     nproc, fsize = limits.max_processes, limits.max_file_mb << 20
     return ["prlimit", f"--nproc={nproc}", f"--fsize={fsize}", "--core=0", "--"]
-
-
-def _command_env(env: Mapping[str, str]) -> dict[str, str]:
-    python_bin = Path(sys.prefix).resolve() / "bin"
-    return {"PATH": f"{python_bin}:{SYSTEM_PATH}", "HOME": "/tmp", "LANG": "C.UTF-8", **env}
-
-
-def _bwrap_argv(
-    command: str, workspace: Path, env: Mapping[str, str], limits: Limits, sandbox: Sandbox
-) -> list[str]:
-    # Run as root, bwrap keeps every capability unless told otherwise, and with them the command
-    # could remount a read-only bind writable.
-    argv = ["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
-    if sandbox.network:
-        argv.append("--share-net")
-    for system_dir in SYSTEM_DIRS:
-        if os.path.islink(system_dir):  # merged /usr: /lib -> usr/lib
-            argv += ["--symlink", os.readlink(system_dir), system_dir]
-        elif os.path.isdir(system_dir):
-            argv += ["--ro-bind", system_dir, system_dir]
-    # Files in /tmp live in memory, so /tmp gets the memory limit as its size.
-    argv += ["--dev", "/dev", "--proc", "/proc", "--size", str(limits.memory_mb << 20), "--tmpfs", "/tmp"]
-    read_only = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()}
-    read_only |= {Path(path).resolve() for path in sandbox.read_only}
-    binds = [("--ro-bind", path) for path in sorted(read_only)] + [("--bind", workspace)]
-    # Parents before children: a read-only path inside the workspace stays read-only, and a
-    # workspace under a read-only path stays writable.
-    for flag, path in sorted(binds, key=lambda bind: len(bind[1].parts)):
-        argv += [flag, str(path), str(path)]
-    argv.append("--clearenv")
-    for name, value in _command_env(env).items():
-        argv += ["--setenv", name, value]
-    return argv + ["--chdir", str(workspace), "/bin/sh", "-c", command]
 
 
 def _not_started(reason: str, started: float, sandboxed: bool) -> RunOutcome:
@@ -234,6 +213,8 @@ class _Supervision(asyncio.SubprocessProtocol):
             (outcome, reason), exit_code = self.verdict, None
         else:
             outcome, exit_code, reason = judge_exit(self.transport.get_returncode() or 0)
+            if refused := judge_fork_refusal(outcome, self.log.tail(), self.limits.max_processes):
+                outcome, reason = Outcome.ABNORMAL, refused
         return RunOutcome(
             outcome, exit_code, duration, self.output_bytes, self.log.tail(), reason, self.sandboxed
         )
@@ -262,7 +243,9 @@ class _Supervision(asyncio.SubprocessProtocol):
 
     def _check_tree(self) -> tuple[Outcome, str] | None:
         tree = self._tree()
-        used_mb = sum(_rss(member) for member in tree) >> 20
+        # Files in the sandbox's /tmp and /dev/shm are memory too.
+        in_files = tmpfs_used_bytes(tree[1].pid) if self.sandboxed and len(tree) > 1 else 0
+        used_mb = (sum(_rss(member) for member in tree) + in_files) >> 20
         if used_mb > self.limits.memory_mb:
             return Outcome.OUT_OF_MEMORY, f"used {used_mb} MB, over the {self.limits.memory_mb} MB limit"
         if len(tree) > self.limits.max_processes:

@@ -3,7 +3,8 @@
 A connection lives inside one task of one activity: opened, used and closed there (the
 SDK's cancel scopes break when a session is closed from another task). Secrets come from
 the environment variables the config names, read here and never put in history. Failures
-are sorted for Temporal: a server that cannot be reached is retried, a protocol error is not.
+are sorted for Temporal: a server that cannot be reached is retried, a protocol error is not,
+nor a credential the server refuses (`activities.mcp.refusal`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import functools
 import os
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpcore2
@@ -23,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from temporalio.exceptions import ApplicationError
 
+from activities.mcp.refusal import RefusalWatch, refused
 from config.mcp import McpServer
 from workflows.errors import ErrorType
 
@@ -32,21 +34,24 @@ CONNECT_SECONDS = 10.0
 @contextlib.asynccontextmanager
 async def connect(server: McpServer) -> AsyncIterator[Client]:
     """An open client for `server`; errors raised as Temporal application errors."""
+    watch = RefusalWatch()
     try:
         async with contextlib.AsyncExitStack() as stack:
-            target = await _target(server, stack)
+            target = await _target(server, stack, watch)
             client = await stack.enter_async_context(
                 Client(target, read_timeout_seconds=server.timeout_seconds)
             )
             yield client
     except BaseException as err:
-        raise _classified(server, err) from None
+        raise _classified(server, err, watch) from None
 
 
-def _classified(server: McpServer, err: BaseException) -> BaseException:
+def _classified(server: McpServer, err: BaseException, watch: RefusalWatch) -> BaseException:
     inner = _innermost(err)
     if isinstance(inner, ApplicationError):
         return inner
+    if watch.status is not None and isinstance(inner, Exception):
+        return refused(server, watch.status)  # the SDK says only "Server returned an error response"
     if isinstance(inner, MCPError):
         return ApplicationError(
             f"the MCP server {server.name} answered with an error: {inner.message}",
@@ -70,25 +75,28 @@ def _innermost(err: BaseException) -> BaseException:
 def describe(err: BaseException) -> str:
     """A short reason a person can act on, from the innermost error of a group."""
     err = _innermost(err)
-    text = str(err) or type(err).__name__
+    text = (err.message if isinstance(err, ApplicationError) else str(err)) or type(err).__name__
     return text.splitlines()[0][:200]
 
 
-async def _target(server: McpServer, stack: contextlib.AsyncExitStack) -> Any:
+async def _target(server: McpServer, stack: contextlib.AsyncExitStack, watch: RefusalWatch) -> Any:
     if server.transport == "stdio":
         command = server.command or []
         env = {name: _env(server, name) for name in server.env_from}
         return StdioServerParameters(command=command[0], args=command[1:], env=env)
     headers = {header: _env(server, variable) for header, variable in server.headers_from_env.items()}
     timeout = httpx2.Timeout(CONNECT_SECONDS, read=server.timeout_seconds)
-    http = await stack.enter_async_context(http_client(headers=headers, timeout=timeout))
+    http = await stack.enter_async_context(http_client(headers=headers, timeout=timeout, watch=watch))
     return streamable_http_client(server.url or "", http_client=http)
 
 
-def http_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
+def http_client(
+    headers: dict[str, str], timeout: httpx2.Timeout, watch: RefusalWatch | None = None
+) -> httpx2.AsyncClient:
     """As the SDK's own client (create_mcp_http_client), but with one TLS context per worker:
     building one loads the certificate bundle, ~24 ms of CPU on every connection otherwise."""
-    return httpx2.AsyncClient(headers=headers, timeout=timeout, verify=_tls_context())
+    hooks: dict[str, list[Callable[..., Any]]] = {"response": [watch] if watch is not None else []}
+    return httpx2.AsyncClient(headers=headers, timeout=timeout, verify=_tls_context(), event_hooks=hooks)
 
 
 @functools.cache

@@ -3,7 +3,8 @@
 Listing runs every server at once and reports each one's failure in the result (a task goes
 on without a server that is down, unless the agent marks it required). A call returns the
 recorded result when a retried attempt finds the first one's, so a write whose answer was
-recorded is not sent twice; its output is bounded and audited like a native tool's.
+recorded is not sent twice; its output is bounded and audited like a native tool's. A call
+heartbeats while it waits for the server, so one whose worker died is retried soon.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 from opentelemetry import trace
 from temporalio import activity
 
+from activities.heartbeats import beating
 from activities.mcp import gateway
 from activities.mcp.client import describe
 from activities.runtime import runtime
@@ -54,9 +56,10 @@ async def call_mcp_tool(inp: McpCallInput) -> ToolCallResult:
     if recorded is not None:
         return recorded
     with trace.get_tracer(__name__).start_as_current_span(f"RunTool:{call.tool}") as span:
-        result = await gateway.call(
-            inp.server, inp.tool, dict(call.arguments), call.idempotency_key, inp.schema_sha256
-        )
+        async with beating(call.tool):
+            result = await gateway.call(
+                inp.server, inp.tool, dict(call.arguments), call.idempotency_key, inp.schema_sha256
+            )
         async with pool.connection() as conn:
             bounded = await bound_and_audit(conn, call, result)
         record_tool_span_attributes(span, call, bounded)

@@ -1,10 +1,14 @@
 """Sensors at run time: the `@sensor` functions in `<playbooks>/sensors/*.py`, imported.
 
 The compiler reads a sensor's declaration without running it (`config.playbooks.sensors`);
-the surfaces server imports the files when it starts and keeps the marked functions (a
+the surfaces server imports the files when it starts and keeps the declared functions (a
 webhook sensor turns a `/hooks/NAME` request's body into its event's fields, or None: no
-event), and the worker imports them to poll a `poll=` sensor. A file that does not import is
-a problem named with its path, never a crash; `openloop doctor` reports the same problems.
+event), and the worker imports them to poll a `poll=` sensor. Both serve exactly what that
+static reading declares: a file the reading refuses is never imported, each sensor's contract
+(event, trigger) is the reading's, and a function the code marks some other way (an aliased
+decorator, a mark set by hand) is not served. Every such case, and a file that does not
+import, is a problem named with its path and line, never a crash; `openloop doctor` reports
+the same problems.
 
 The playbooks folder is `OPENLOOP_PLAYBOOKS_DIR` (default `playbooks`).
 """
@@ -21,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from config.playbooks.sensor import SensorSpec, declared_sensor
-from config.playbooks.sensors import SENSORS_DIR
+from config.playbooks.sensors import SENSORS_DIR, SensorDecl, read_sensor_file
 
 PLAYBOOKS_DIR_ENV = "OPENLOOP_PLAYBOOKS_DIR"
 _MODULE_PREFIX = "openloop_sensors"
@@ -55,7 +59,8 @@ class LoadedSensor:
 
 
 def load_sensors(root: Path) -> tuple[list[LoadedSensor], list[str]]:
-    """Every sensor under `root/sensors/`, imported; and a sentence for each file that failed."""
+    """Every sensor the static reading of `root/sensors/` declares, imported; and a sentence for
+    each thing not served (a file the reading refuses, one that fails to import, a mismatch)."""
     folder = root / SENSORS_DIR
     loaded: list[LoadedSensor] = []
     problems: list[str] = []
@@ -63,6 +68,10 @@ def load_sensors(root: Path) -> tuple[list[LoadedSensor], list[str]]:
         return loaded, problems
     for path in sorted(folder.rglob("*.py")):
         module_name = ".".join(path.relative_to(folder).with_suffix("").parts)
+        declared, refused = read_sensor_file(path, module_name, str(path))
+        if refused:  # never run code whose declarations cannot be read
+            problems += [f"{problem} (the file is not loaded)" for problem in refused]
+            continue
         qualified = f"{_MODULE_PREFIX}.{module_name}"
         try:
             spec = importlib.util.spec_from_file_location(qualified, path)
@@ -74,8 +83,38 @@ def load_sensors(root: Path) -> tuple[list[LoadedSensor], list[str]]:
             sys.modules.pop(qualified, None)
             problems.append(f"{path}: does not import: {type(exc).__name__}: {exc}")
             continue
-        for name, value in vars(module).items():
-            declared = declared_sensor(value)
-            if declared is not None and callable(value) and getattr(value, "__module__", "") == qualified:
-                loaded.append(LoadedSensor(f"{module_name}:{name}", value, declared))
+        found, wrong = _declared_functions(path, vars(module), qualified, declared)
+        loaded += found
+        problems += wrong
+    return loaded, problems
+
+
+def _declared_functions(
+    path: Path, names: dict[str, Any], qualified: str, declared: list[SensorDecl]
+) -> tuple[list[LoadedSensor], list[str]]:
+    """The module's functions for `declared`, each with the reading's contract; a function that
+    is not what its declaration says, or a mark the reading did not see, is refused."""
+    loaded: list[LoadedSensor] = []
+    problems: list[str] = []
+    for decl in declared:
+        function = names.get(decl.function)
+        spec = SensorSpec(decl.emits, decl.webhook, decl.poll_seconds)
+        if not callable(function) or declared_sensor(function) != spec or function.__module__ != qualified:
+            problems.append(
+                f"{decl.file}:{decl.line}: {decl.ref} is not, once imported, the function its "
+                "@sensor(...) declares (replaced or changed at import); not served"
+            )
+            continue
+        loaded.append(LoadedSensor(decl.ref, function, spec))
+    read = {decl.function for decl in declared}
+    for name, value in names.items():
+        if (
+            declared_sensor(value) is not None
+            and name not in read
+            and getattr(value, "__module__", "") == qualified
+        ):
+            problems.append(
+                f"{path}: {name} is marked as a sensor only at run time, not by an "
+                "@sensor(...) the compiler can read; not served"
+            )
     return loaded, problems

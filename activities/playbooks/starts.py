@@ -5,6 +5,11 @@ GitHub deliveries, Slack events, signed `/hooks/NAME` webhooks, sensors, emitted
 event's key (a delivery id, a Slack event id, the emitting run and step), and a start for an
 id that already ran is refused by Temporal (`REJECT_DUPLICATE`) or found in the runs table
 (after Temporal forgot it), so a redelivered event never starts a second run.
+
+Every run counts under the outside event that began its chain (`origin`,
+`activities.store.playbook_origins`): the first runs an event starts are as many as the
+playbooks listening, and a run an emitted event would start past `MAX_RUNS_PER_EVENT` is
+refused, so two playbooks that emit each other's events stop however wide they fan out.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from activities.store import playbooks as playbook_rows
+from activities.store.playbook_origins import count_run
 from workflows import search
+from workflows.playbook_calls import MAX_RUNS_PER_EVENT
 from workflows.playbook_types import PLAYBOOK_WORKFLOW_NAME, CompiledPlaybook, PlaybookRunInput
 
 _UNSAFE = re.compile(r"[^\w.:@+-]")
@@ -37,6 +44,7 @@ MAX_KEY_CHARS = 200
 class Started:
     started: list[str] = field(default_factory=list)  # workflow ids started now
     duplicates: list[str] = field(default_factory=list)  # already started for this event
+    refused: list[str] = field(default_factory=list)  # playbooks not started: the runs cap
 
 
 def run_workflow_id(playbook: str, run_key: str) -> str:
@@ -56,6 +64,7 @@ async def start_run(
     event: Mapping[str, Any],
     run_key: str,
     depth: int = 0,
+    origin: str = "",
 ) -> tuple[str, bool]:
     """Start `playbook`'s run for this event; (workflow id, False) when it already ran."""
     workflow_id = run_workflow_id(playbook.name, run_key)
@@ -65,7 +74,12 @@ async def start_run(
         await client.start_workflow(
             PLAYBOOK_WORKFLOW_NAME,
             PlaybookRunInput(
-                playbook=playbook, event_name=event_name, event=dict(event), run_key=run_key, depth=depth
+                playbook=playbook,
+                event_name=event_name,
+                event=dict(event),
+                run_key=run_key,
+                depth=depth,
+                origin=origin,
             ),
             id=workflow_id,
             task_queue=task_queue,
@@ -87,12 +101,22 @@ async def start_listening(
     event: Mapping[str, Any],
     run_key: str,
     depth: int = 0,
+    origin: str = "",
+    source: str = "",
 ) -> Started:
-    """Start a run of every current playbook whose entry step is `on: event_name`."""
+    """Start a run of every current playbook whose entry step is `on: event_name`, each counted
+    under `origin` (this event, at depth 0); an emitted event's (depth > 0, from the run
+    `source`, counted too) is refused for a playbook once `origin` has `MAX_RUNS_PER_EVENT`."""
+    origin = origin or f"{event_name}/{run_key}"
+    limit = MAX_RUNS_PER_EVENT if depth > 0 else None
     outcome = Started()
     for playbook in await playbook_rows.listening(pool, event_name):
+        planned = run_workflow_id(playbook.name, run_key)
+        if not await count_run(pool, origin, planned, limit, counted=source):
+            outcome.refused.append(playbook.name)
+            continue
         workflow_id, started = await start_run(
-            client, pool, task_queue, playbook, event_name, event, run_key, depth
+            client, pool, task_queue, playbook, event_name, event, run_key, depth, origin
         )
         (outcome.started if started else outcome.duplicates).append(workflow_id)
     return outcome

@@ -3,7 +3,8 @@
 Importing this module imports each tool family (every `activities/tools/*_tools.py`) once,
 which declares its tools: a new family is a new file, nothing to register here. A task gets
 `specs_for(agent)` in its input and keeps them; config validation gets `tool_permissions()`;
-the tool activity dispatches through `native(name)`.
+playbook approval checks get `writes_of(agent)`; the tool activity dispatches through
+`native(name)`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pkgutil
 import activities.tools
 from activities.tools.native import NativeTool, declared
 from config.agent import AgentConfig
+from config.playbooks.agents import AgentWrites, agent_writes
 from workflows.delegate_tool import ASK_TEAMMATE, DELEGATE
 from workflows.tool_catalog import ToolSpec
 from workflows.workspace_tool_specs import CREATE_PULL_REQUEST_SPEC, OPEN_WORKSPACE
@@ -41,6 +43,16 @@ def specs_for(agent: AgentConfig) -> list[ToolSpec]:
     """The specs of the tools the agent is granted, in the order its config lists them."""
     granted = {**{name: tool.spec for name, tool in NATIVE_TOOLS.items()}, **WORKFLOW_TOOLS}
     return [granted[grant.name] for grant in agent.spec.tools if grant.name in granted]
+
+
+def writes_of(agent: AgentConfig) -> AgentWrites:
+    """The agent's writing tools (native, workflow-run and its MCP servers' `writes`) and the
+    ones an approval covers: what a playbook step's approval check reads, at compile time and
+    again when the step starts."""
+    specs = {**{name: tool.spec for name, tool in NATIVE_TOOLS.items()}, **WORKFLOW_TOOLS}
+    writing = {name for name, spec in specs.items() if spec.writes}
+    always = {name for name, spec in specs.items() if spec.always_gated}
+    return agent_writes(agent, writing, always)
 
 
 def tool_permissions() -> dict[str, str]:

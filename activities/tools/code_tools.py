@@ -19,7 +19,7 @@ from activities.code import files
 from activities.code.commands import ending, output_tail, report_reader, run_command
 from activities.code.context import current_workspace
 from activities.loops import workspace
-from activities.loops.output_reading import failing_tests, last_error
+from activities.loops.output_reading import failing_tests, last_error, ran_count
 from activities.runtime import Runtime
 from activities.tools.native import NonEmpty, PositiveInt, ToolArgs, ToolError, native_tool
 from workflows.code_types import TestRun
@@ -191,11 +191,14 @@ async def run_tests(args: NoArgs, inp: ToolCallInput, rt: Runtime) -> str:
     done = await run_command(current, inp, rt, verify, "code.run_tests")
     passed = done.ended.outcome is Outcome.PASSED
     failing = failing_tests(done.output, report_reader(current.root), command=verify)
+    ran = ran_count(done.output, report_reader(current.root), command=verify)
     if passed:
         summary = next((line.strip(" =") for line in reversed(done.output.splitlines()) if line.strip()), "")
     else:
         summary = last_error(done.ended.tail) or done.ended.reason
-    current.tests = TestRun(passed=passed, failing=failing, summary=summary, output_id=done.output_id)
+    current.tests = TestRun(
+        passed=passed, failing=failing, summary=summary, output_id=done.output_id, ran=ran
+    )
     lines = [f"{'PASSED' if passed else 'FAILED'}: `{verify}`, {ending(done)}"]
     if failing:
         lines.append(f"Failing tests ({len(failing)}): {', '.join(failing)}")

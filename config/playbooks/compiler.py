@@ -6,9 +6,11 @@
       sensors/*.py               optional, read with `ast` only (`sensors`)
 
 Every problem is a `ConfigProblem` naming file, line and field, with the fix; errors make the
-report fail, warnings (an event nobody produces, one nobody listens to, checks skipped for
-want of agents) do not. Only playbooks whose own files and registry entries are free of
-errors come out compiled, steps in topological order with the entry first.
+report fail, warnings (an event nobody produces, one nobody listens to, playbooks that start
+each other in a loop, more steps ready at once than a run starts, checks skipped for want of
+agents) do not. Only playbooks whose own files and registry entries are free of errors, and
+that fit the limits (`config.playbooks.limits`), come out compiled, steps in topological
+order with the entry first.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from pathlib import Path
 
 from config.agent import _NAME as PLAYBOOK_NAME  # playbooks are named like agents
 from config.playbooks.agents import AgentWrites
+from config.playbooks.emit_loops import emit_loops
 from config.playbooks.graph import build_graph
+from config.playbooks.limits import too_large, too_many_steps, too_wide
 from config.playbooks.registry import REGISTRY_FILE, Registry, read_registry
 from config.playbooks.sensors import SENSORS_DIR, SensorDecl, read_sensors
 from config.playbooks.step_checks import CRON_FIELDS, Known, check_step, resolve_agent
@@ -67,18 +71,23 @@ def compile_playbooks(
     folders = _playbook_folders(root, report)
     emitted: dict[str, list[str]] = {}
     listened: set[str] = set()
+    read: dict[str, dict[str, StepFile]] = {}
     for folder in folders:
         playbook, errors, steps = _compile_one(folder, root, registry, known)
         report.errors += errors
+        read[folder.name] = steps
         if playbook is not None:
             report.playbooks.append(playbook)
+            wide = too_wide(playbook, folder)
+            if wide is not None:
+                report.warnings.append(wide)
         for step in steps.values():
             if step.emits:
                 emitted.setdefault(step.emits, []).append(f"{folder.name}/{step.name}")
             if step.trigger is not None and step.trigger.event:
                 listened.add(step.trigger.event)
     report.events = _events_with_sources(registry, sensors, emitted)
-    report.warnings += _warnings(registry, report.events, listened, known, root)
+    report.warnings += _warnings(registry, report.events, listened, known, root) + emit_loops(read)
     report.errors.sort(key=lambda p: (p.file, p.line or 0, p.field))
     return report
 
@@ -106,9 +115,11 @@ def _compile_one(
     problems: list[ConfigProblem] = []
     steps: dict[str, StepFile] = {}
     texts: list[str] = []
-    for path in sorted(folder.glob("*.md")):
-        if path.name.lower() == "readme.md":
-            continue
+    paths = [path for path in sorted(folder.glob("*.md")) if path.name.lower() != "readme.md"]
+    too_many = too_many_steps(folder, len(paths))
+    if too_many is not None:  # refused before a file is read
+        return None, [too_many], steps
+    for path in paths:
         step, found = read_step(path, str(path), registry)
         problems += found
         if step is not None:
@@ -136,7 +147,9 @@ def _compile_one(
     playbook = CompiledPlaybook(
         name=folder.name, trigger=entry.trigger, steps=tuple(compiled), content_hash=""
     )
-    return playbook.model_copy(update={"content_hash": _content_hash(playbook, texts, registry)}), [], steps
+    playbook = playbook.model_copy(update={"content_hash": _content_hash(playbook, texts, registry)})
+    too_big = too_large(playbook, folder)
+    return (None, [too_big], steps) if too_big is not None else (playbook, [], steps)
 
 
 def _compiled_step(step: StepFile, root: Path, registry: Registry) -> PlaybookStep:

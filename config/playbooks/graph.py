@@ -3,12 +3,17 @@
 Refused: no entry or more than one, a step with neither `on:` nor `after:` (an orphan), an
 `after:` naming no step, a cycle (reported with its path, `a → b → a`), and a step that can
 never run because something it waits for never runs. What passes has a topological order
-with the entry first, and each step's upstream steps (what its prose may reference).
+with the entry first; whether one step is upstream of another (what its prose may reference)
+is a walk of the `after:` edges when asked. Every pass here is linear in steps and edges and
+none recurses, so no set of all ancestors is kept per step (quadratic in a long chain) and a
+deep chain cannot exhaust the stack.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from config.playbooks.step_files import StepFile
@@ -21,7 +26,20 @@ __all__ = ["Graph", "build_graph", "find_cycles"]
 class Graph:
     entry: str | None = None
     order: list[str] = field(default_factory=list)  # runnable steps, entry first
-    upstream: dict[str, set[str]] = field(default_factory=dict)  # step -> every step before it
+    after: dict[str, tuple[str, ...]] = field(default_factory=dict)  # step -> steps it names that exist
+
+    def is_upstream(self, name: str, of: str) -> bool:
+        """Whether `name` runs before `of`: some path of `after:` edges leads from `of` to it."""
+        seen: set[str] = set()
+        todo = list(self.after.get(of, ()))
+        while todo:
+            step = todo.pop()
+            if step == name:
+                return True
+            if step not in seen:
+                seen.add(step)
+                todo.extend(self.after.get(step, ()))
+        return False
 
 
 def find_cycles(after: dict[str, tuple[str, ...]]) -> list[list[str]]:
@@ -29,27 +47,29 @@ def find_cycles(after: dict[str, tuple[str, ...]]) -> list[list[str]]:
     cycles: list[list[str]] = []
     seen_sets: set[frozenset[str]] = set()
     state: dict[str, int] = {}  # 1: on the current path, 2: done
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        path.append(node)
-        for parent in after.get(node, ()):
-            if parent not in after:
+    for start in sorted(after):
+        if start in state:
+            continue
+        state[start] = 1
+        path = [start]
+        stack: list[Iterator[str]] = [iter(after.get(start, ()))]
+        while stack:  # depth first, with the path kept by hand instead of by recursion
+            parent = next(stack[-1], None)
+            if parent is None:
+                stack.pop()
+                state[path.pop()] = 2
+            elif parent not in after:
                 continue
-            if state.get(parent) == 1:
+            elif state.get(parent) == 1:
                 loop = path[path.index(parent) :]
                 if frozenset(loop) not in seen_sets:
                     seen_sets.add(frozenset(loop))
                     # Written in running order: the step that must run first leads.
                     cycles.append([*reversed(loop), loop[-1]])
             elif state.get(parent) is None:
-                visit(parent, path)
-        path.pop()
-        state[node] = 2
-
-    for node in sorted(after):
-        if node not in state:
-            visit(node, [])
+                state[parent] = 1
+                path.append(parent)
+                stack.append(iter(after.get(parent, ())))
     return cycles
 
 
@@ -101,6 +121,7 @@ def build_graph(playbook: str, steps: dict[str, StepFile]) -> tuple[Graph, list[
         path = " → ".join(cycle)
         message = f"a cycle: {path}; steps run once each, so remove one of these `after:` edges"
         problems.append(first.doc.problem(("after",), message))
+    graph.after = after
     if len(entries) == 1 and "on" in entries[0].doc.data and not entries[0].after:
         graph.entry = entries[0].name
         _order(graph, after, steps, in_cycle, problems)
@@ -114,27 +135,38 @@ def _order(
     in_cycle: set[str],
     problems: list[ConfigProblem],
 ) -> None:
-    """Kahn's order from the entry: a step runs once everything it is after has run."""
-    assert graph.entry is not None
-    graph.order = [graph.entry]
-    graph.upstream[graph.entry] = set()
-    waiting = sorted(name for name in steps if name != graph.entry and after[name])
-    progressed = True
-    while progressed:
-        progressed = False
-        for name in list(waiting):
-            parents = after[name]
-            if len(parents) == len(steps[name].after) and all(p in graph.upstream for p in parents):
-                graph.order.append(name)
-                graph.upstream[name] = set(parents).union(*(graph.upstream[p] for p in parents))
-                waiting.remove(name)
-                progressed = True
+    """Kahn's order from the entry: a step runs once everything it is after has run.
+
+    The order is the one that sweeping the waiting steps by name, again and again, would give
+    (so content hashes stay as they were): a step's sweep is the latest of its parents', one
+    later when the parent's name sorts after its own, and steps sort by (sweep, name).
+    """
+    entry = graph.entry
+    assert entry is not None
+    waiting = sorted(name for name in steps if name != entry and after[name])
+    missing: dict[str, int] = {}
+    children: dict[str, list[str]] = {}
     for name in waiting:
-        if name in in_cycle or len(after[name]) != len(steps[name].after):
-            continue  # already reported: the cycle, or an `after:` naming no step
-        never = next(p for p in after[name] if p not in graph.upstream)
+        if len(after[name]) == len(steps[name].after):  # else an `after:` names no step
+            missing[name] = len(after[name])
+            for parent in after[name]:
+                children.setdefault(parent, []).append(name)
+    sweep = {entry: 0}
+    ready = deque([entry])
+    while ready:
+        parent = ready.popleft()
+        for child in children.get(parent, ()):
+            missing[child] -= 1
+            if missing[child] == 0:
+                sweep[child] = max(1 if p == entry else sweep[p] + (child < p) for p in after[child])
+                ready.append(child)
+    graph.order = [entry, *sorted((name for name in sweep if name != entry), key=lambda n: (sweep[n], n))]
+    for name in waiting:
+        if name in sweep or name in in_cycle or len(after[name]) != len(steps[name].after):
+            continue  # it runs, or already reported: the cycle, or an `after:` naming no step
+        never = next(p for p in after[name] if p not in sweep)
         message = (
-            f"orphan step: not reachable from the entry step {graph.entry!r}, because {never!r} "
+            f"orphan step: not reachable from the entry step {entry!r}, because {never!r} "
             "never runs; make it run after a step reachable from the entry"
         )
         problems.append(steps[name].doc.problem(("after",), message))

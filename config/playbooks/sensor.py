@@ -9,8 +9,9 @@ poll into a registered event.
         return {"title": issue["title"], "link": issue["permalink"]}
 
 The compiler never runs this (it reads the decorator's literals with `ast`, see
-`config.playbooks.sensors`); the runtime imports the file and finds the marked functions
-with `declared_sensor`. The decorator returns the function unchanged apart from the mark.
+`config.playbooks.sensors`); the runtime imports a file that reading accepts and serves the
+functions it declares, each checked with `declared_sensor` to carry the same mark. The
+decorator returns the function unchanged apart from the mark.
 """
 
 from __future__ import annotations

@@ -5,10 +5,16 @@
     @sensor(webhook="/hooks/sentry", emits="Incident")   # or poll="5m"
     def sentry_issues(request): ...
 
-The compiler needs each sensor's contract (what it emits, what triggers it) before anything
-runs, so `emits`, `webhook` and `poll` must be string literals in the decorator of a
-top-level function. A declaration built at run time (a variable, a call, `sensor(...)(fn)`)
-is refused: its file, line and argument are named, and its code is never executed.
+This reading is the one contract of a sensor: the compiler checks it, and the server and the
+worker serve exactly what it declares (`activities.playbooks.sensor_code` imports a file only
+when its reading has no problem, and takes each function's contract from here, not from what
+the code did when it ran). So `emits`, `webhook` and `poll` must be string literals in an
+`@sensor(...)` decorator of a top-level function, the decorator imported by its own name. What
+cannot be read that way is refused with its file, line and fix, and its code never runs: a
+declaration built at run time (a variable, a call, `sensor(...)(fn)`), the decorator imported
+under another name, from elsewhere, not at all, or reached another way (`import ... as`, `*`,
+`sensor.__call__`, `x.sensor`), the name rebound, a second decorator on a sensor, a sensor
+function defined twice.
 """
 
 from __future__ import annotations
@@ -21,12 +27,16 @@ from pathlib import Path
 from config.fields import parse_duration
 from config.problems import ConfigProblem
 
-__all__ = ["SENSORS_DIR", "SensorDecl", "read_sensors"]
+__all__ = ["SENSORS_DIR", "SensorDecl", "read_sensor_file", "read_sensors"]
 
 SENSORS_DIR = "sensors"
+DECORATOR = "sensor"
+_MODULES = ("config.playbooks", "config.playbooks.sensor")  # where the decorator is imported from
+_IMPORT = f"from config.playbooks.sensor import {DECORATOR}"
 _KEYWORDS = ("emits", "webhook", "poll")
 _EXAMPLES = {"emits": "Incident", "webhook": "/hooks/sentry", "poll": "5m"}
 _WEBHOOK = re.compile(r"^/hooks/[a-z0-9][a-z0-9_-]*$")
+_TOP_LEVEL = "declare a sensor with @sensor(...) on a top-level function, to be read without running it"
 
 
 @dataclass(frozen=True)
@@ -40,12 +50,14 @@ class SensorDecl:
     webhook: str | None = None  # `/hooks/NAME`
     poll_seconds: float | None = None
 
+    @property
+    def function(self) -> str:
+        return self.ref.rsplit(":", 1)[-1]
+
 
 def _is_sensor(call: ast.expr) -> bool:
     target = call.func if isinstance(call, ast.Call) else call
-    return (isinstance(target, ast.Name) and target.id == "sensor") or (
-        isinstance(target, ast.Attribute) and target.attr == "sensor"
-    )
+    return isinstance(target, ast.Name) and target.id == DECORATOR
 
 
 def _literal(node: ast.expr) -> str | None:
@@ -100,7 +112,108 @@ def _declaration(call: ast.expr, ref: str, source: str, problems: list[ConfigPro
     return SensorDecl(ref, source, call.lineno, found["emits"], found.get("webhook"), poll_seconds)
 
 
-def _read_file(path: Path, ref_module: str, source: str) -> tuple[list[SensorDecl], list[ConfigProblem]]:
+def _imports(tree: ast.Module) -> list[tuple[int, str]]:
+    """The decorator imported under another name, or a way to reach it that is not its name."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in _MODULES:
+            for alias in node.names:
+                if alias.name == "*":
+                    found.append(
+                        (node.lineno, f"`import *` hides which name is the decorator; write {_IMPORT}")
+                    )
+                elif alias.name == DECORATOR and alias.asname not in (None, DECORATOR):
+                    found.append(
+                        (
+                            node.lineno,
+                            f"`sensor` imported as {alias.asname!r}: a sensor is read by the decorator's own "
+                            f"name; write {_IMPORT} and decorate with @sensor(...)",
+                        )
+                    )
+        elif isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == DECORATOR for a in node.names):
+            found.append((node.lineno, f"another `sensor` is imported here; keep the name for {_IMPORT}"))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith(_MODULES[0]) or alias.asname == DECORATOR:
+                    message = f"`import {alias.name}`: import the decorator by its name instead: {_IMPORT}"
+                    found.append((node.lineno, message))
+    return found
+
+
+def _imported(tree: ast.Module) -> bool:
+    """Whether the module's top level imports the decorator by its name."""
+    return any(
+        isinstance(node, ast.ImportFrom)
+        and node.level == 0
+        and node.module in _MODULES
+        and any(a.name == DECORATOR and a.asname in (None, DECORATOR) for a in node.names)
+        for node in tree.body
+    )
+
+
+def _root(node: ast.expr) -> str | None:
+    """`config` for `config.playbooks.sensor`: the name an attribute chain starts from."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _stray_uses(tree: ast.Module, allowed: set[int]) -> list[tuple[int, str]]:
+    """`sensor` anywhere but a top-level function's decorator, and the name rebound."""
+    applied = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} | {
+        id(d.func if isinstance(d, ast.Call) else d)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        for d in node.decorator_list
+    }  # called, or used as a decorator
+    modules = {
+        (alias.asname or alias.name).split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == DECORATOR and id(node) not in allowed:
+            if not isinstance(node.ctx, ast.Load):
+                found.append((node.lineno, f"`sensor` is assigned here; keep the name for {_IMPORT}"))
+            elif id(node) in applied:
+                found.append((node.lineno, _TOP_LEVEL))
+            else:
+                message = "`sensor` used as a value (e.g. sensor.__call__, an alias); " + _TOP_LEVEL
+                found.append((node.lineno, message))
+        elif isinstance(node, ast.Attribute) and node.attr == DECORATOR:
+            if id(node) not in applied and _root(node) not in modules:
+                continue  # a value's own `.sensor` (a payload's, say), not the decorator
+            message = f"the decorator reached as an attribute; write {_IMPORT} and use @sensor(...)"
+            found.append((node.lineno, message))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.arg)):
+            name = node.arg if isinstance(node, ast.arg) else node.name
+            if name == DECORATOR:
+                found.append((node.lineno, f"a second `sensor` is defined here; keep the name for {_IMPORT}"))
+    return found
+
+
+def _bindings(tree: ast.Module) -> dict[str, list[ast.stmt]]:
+    """The module's top-level statements that bind each name."""
+    found: dict[str, list[ast.stmt]] = {}
+    for node in tree.body:
+        names: list[str] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            names = [n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [(a.asname or a.name).split(".")[0] for a in node.names]
+        for name in names:
+            found.setdefault(name, []).append(node)
+    return found
+
+
+def read_sensor_file(
+    path: Path, ref_module: str, source: str
+) -> tuple[list[SensorDecl], list[ConfigProblem]]:
+    """The sensors one file declares, and every reason it cannot be read without running it."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=source)
     except SyntaxError as exc:
@@ -109,22 +222,38 @@ def _read_file(path: Path, ref_module: str, source: str) -> tuple[list[SensorDec
         return [], [ConfigProblem(source, None, "", f"cannot read: {exc}")]
     declared: list[SensorDecl] = []
     problems: list[ConfigProblem] = []
-    decorators: set[int] = set()
+    allowed: set[int] = set()
+    bindings = _bindings(tree)
     for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for decorator in node.decorator_list:
-                if _is_sensor(decorator):
-                    decorators.add(id(decorator))
-                    decl = _declaration(decorator, f"{ref_module}:{node.name}", source, problems)
-                    if decl is not None:
-                        declared.append(decl)
-    for call in ast.walk(tree):
-        # `sensor(...)` anywhere but on a top-level function is built at run time.
-        if isinstance(call, ast.Call) and _is_sensor(call) and id(call) not in decorators:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        marks = [d for d in node.decorator_list if _is_sensor(d)]
+        allowed.update(id(d.func if isinstance(d, ast.Call) else d) for d in marks)
+        if not marks:
+            continue
+        if isinstance(node, ast.ClassDef) or len(node.decorator_list) > 1:
             message = (
-                "declare a sensor with @sensor(...) on a top-level function, to be read without running it"
+                "@sensor(...) marks a function, not a class"
+                if isinstance(node, ast.ClassDef)
+                else "@sensor(...) goes alone on a function: another decorator changes what is served"
             )
-            problems.append(ConfigProblem(source, call.lineno, "sensor", message))
+            problems.append(ConfigProblem(source, marks[0].lineno, "sensor", message))
+            continue
+        again = [other.lineno for other in bindings[node.name] if other is not node]
+        if again:
+            message = (
+                f"{node.name!r} is bound again on line {again[0]}; give the sensor function its own name"
+            )
+            problems.append(ConfigProblem(source, marks[0].lineno, "sensor", message))
+            continue
+        decl = _declaration(marks[0], f"{ref_module}:{node.name}", source, problems)
+        if decl is not None:
+            declared.append(decl)
+    if declared and not _imported(tree):
+        message = f"the decorator is not imported; add {_IMPORT} at the top of the file"
+        problems.append(ConfigProblem(source, declared[0].line, "sensor", message))
+    for line, message in dict.fromkeys(_imports(tree) + _stray_uses(tree, allowed)):
+        problems.append(ConfigProblem(source, line, "sensor", message))
     return declared, problems
 
 
@@ -138,7 +267,7 @@ def read_sensors(root: Path) -> tuple[list[SensorDecl], list[ConfigProblem]]:
     for path in sorted(folder.rglob("*.py")):
         relative = path.relative_to(folder).with_suffix("")
         module = ".".join(relative.parts)
-        found, wrong = _read_file(path, module, str(path))
+        found, wrong = read_sensor_file(path, module, str(path))
         declared += found
         problems += wrong
     return declared, problems

@@ -101,7 +101,7 @@ def _references(
     step: StepFile, steps: Mapping[str, StepFile], graph: Graph, event_fields: tuple[TypedField, ...] | None
 ) -> list[ConfigProblem]:
     problems = []
-    upstream = graph.upstream.get(step.name)
+    runs = step.name in graph.order  # else it never runs: its own problem says why
     for ref in find_references(step.body, step.body_line):
 
         def problem(message: str) -> None:
@@ -118,7 +118,7 @@ def _references(
                 )
         elif ref.step not in steps:
             problem(f"{ref.text}: no step {ref.step!r} in this playbook; {_close(ref.step, list(steps))}")
-        elif upstream is not None and ref.step not in upstream:
+        elif runs and not graph.is_upstream(ref.step, step.name):
             problem(
                 f"{ref.text}: step {ref.step!r} is not upstream of {step.name!r}, so its output is not "
                 f"there yet; add `after: {ref.step}` or reference a step this one runs after"

@@ -15,6 +15,7 @@ import yaml
 
 from config.loader import _duplicate_keys, _line_of
 from config.problems import ConfigProblem, Loc, field_path
+from config.yaml_safe import AliasBombError, PySafeLoader
 
 __all__ = ["YamlDoc", "load_yaml"]
 
@@ -24,8 +25,9 @@ _TYPE_VALUE = re.compile(
 )
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader whose booleans are YAML 1.2's: `on`, `off`, `yes`, `no` stay text."""
+class _Loader(PySafeLoader):
+    """The bounded safe loader (`config.yaml_safe`) whose booleans are YAML 1.2's: `on`, `off`,
+    `yes`, `no` stay text."""
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -77,7 +79,11 @@ def load_yaml(text: str, source: str, first_line: int = 1) -> tuple[YamlDoc | No
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + first_line if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        hint = " (quote a value that holds ': ' or starts with a special character)"
+        hint = (
+            ""
+            if isinstance(exc, AliasBombError)
+            else " (quote a value that holds ': ' or starts with a special character)"
+        )
         return None, [ConfigProblem(source, line, "", f"not valid YAML: {problem}{hint}")]
     except ValueError as exc:  # bad dates and numbers
         return None, [ConfigProblem(source, first_line, "", f"not valid YAML: {exc}")]

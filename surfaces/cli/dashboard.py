@@ -1,10 +1,15 @@
-"""`openloop dashboard link`: a one-time dashboard sign-in link for someone else.
+"""`openloop dashboard link|revoke`: a one-time dashboard sign-in link for someone else, and
+ending every dashboard session of a person at once.
 
 Minted the way `openloop up` mints its own link (`surfaces.web.auth.login_url`), signed with
 the same dashboard secret (OPENLOOP_DASHBOARD_SECRET, else the state dir's), and pointing at
 the dashboard's public address (OPENLOOP_DASHBOARD_URL, else the local server). It signs in
 once, as IDENTITY with ROLE, within the TTL. IDENTITY is what approvals are recorded under and
 agent configs name: a Slack user id, a GitHub login, `cli:local`.
+
+`revoke` ends every live session of IDENTITY (signed in by a link or through OIDC, under
+that name or another of theirs) on every replica: their next click asks them to sign in
+again. Use it when a link's role should no longer hold, or a device is lost.
 """
 
 from __future__ import annotations
@@ -53,3 +58,18 @@ def link(
         f"Signs in {identity.strip()} as {role} once, within {ttl}. It is a password: send it privately.",
         file=sys.stderr,
     )
+
+
+@dashboard_app.command()
+def revoke(
+    identity: str = typer.Option(..., "--as", help="Whose sessions end: a Slack user id, a GitHub login."),
+) -> None:
+    """End every dashboard session of IDENTITY now, on every replica."""
+    from surfaces.cli.memory import run_with_pool
+    from surfaces.web.sessions import revoke_identity
+
+    if not identity.strip():
+        print("openloop dashboard revoke: --as needs an identity", file=sys.stderr)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    ended = run_with_pool(lambda pool: revoke_identity(pool, identity.strip()))
+    print(f"Ended {ended} dashboard session{'s' if ended != 1 else ''} of {identity.strip()}.")

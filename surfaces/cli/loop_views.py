@@ -104,6 +104,8 @@ def report_lines(report: RoundReport) -> list[str]:
         lines.append(f"  fixed:   {escape(', '.join(report.fixed_tests))}")
     if report.broken_tests:
         lines.append(f"  [magenta]broke:   {escape(', '.join(report.broken_tests))}[/magenta]")
+    if report.gone_tests:
+        lines.append(f"  [magenta]gone:    {escape(', '.join(report.gone_tests))}[/magenta] (did not run)")
     if report.metric is not None:
         lines.append(f"  metric:  {report.metric:g}")
     if report.diff:

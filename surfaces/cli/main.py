@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "surfaces.cli.skills",
     "surfaces.cli.loops",
     "surfaces.cli.dashboard",
+    "surfaces.cli.hooks",
     "surfaces.cli.playbooks",
     "surfaces.cli.playbook_runs",  # apply, runs, show, schedule: joins the playbooks group
     "surfaces.cli.doctor",

@@ -4,9 +4,9 @@
 `config/playbook_examples/` and says so, and `init` copies them into a folder to start from.
 Agents are checked against agent files (`--agents`, else `./agents/`, else the shipped
 example agents for the shipped examples) or the agents applied on the stack (`--applied`);
-what their tools write comes from the tool catalog. The `playbooks` group is `playbooks_app`:
-other modules add commands to it (`apply`, `runs`, ...). Exit codes: 0 compiled (warnings
-allowed), 1 errors, 2 no usable database for `--applied`.
+what their tools write comes from the tool catalog and their MCP servers' `writes`. The
+`playbooks` group is `playbooks_app`: other modules add commands to it (`apply`, `runs`, ...).
+Exit codes: 0 compiled (warnings allowed), 1 errors, 2 no usable database for `--applied`.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from rich.markup import escape
 from rich.tree import Tree
 
 from activities.store.agents import latest_agents
-from activities.tools.catalog import NATIVE_TOOLS, WORKFLOW_TOOLS, tool_permissions
+from activities.tools.catalog import tool_permissions, writes_of
 from config.agent import AgentConfig
 from config.loader import EXAMPLES_DIR as EXAMPLE_AGENTS
 from config.loader import load_agent_documents
-from config.playbooks import AgentWrites, CompileReport, agent_writes, compile_playbooks
+from config.playbooks import AgentWrites, CompileReport, compile_playbooks
 from config.playbooks.typed_fields import type_text
 from config.problems import AgentConfigError, ConfigProblem
 from surfaces.cli.memory import run_with_pool
@@ -58,11 +58,9 @@ def register(app: typer.Typer) -> None:
 
 
 def agent_facts(configs: Iterable[AgentConfig]) -> dict[str, AgentWrites]:
-    """Each agent's writing tools and the ones an approval covers, from the tool catalog."""
-    specs = {**{name: tool.spec for name, tool in NATIVE_TOOLS.items()}, **WORKFLOW_TOOLS}
-    writing = {name for name, spec in specs.items() if spec.writes}
-    always = {name for name, spec in specs.items() if spec.always_gated}
-    return {config.name: agent_writes(config, writing, always) for config in configs}
+    """Each agent's writing tools (its MCP servers' `writes` too) and the ones an approval
+    covers, from the tool catalog."""
+    return {config.name: writes_of(config) for config in configs}
 
 
 def _agent_files(paths: list[Path]) -> tuple[list[AgentConfig], list[ConfigProblem]]:

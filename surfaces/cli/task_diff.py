@@ -57,7 +57,7 @@ def stat_lines(state: WorkspaceState) -> list[str]:
     """The diff's stat and the tests before and after (and which diff they ran on)."""
     assert state.diff is not None
     configured = bool(state.setup.verify)
-    after = code_text.describe_tests(state.tests_after, configured)
+    after = code_text.describe_tests(state.tests_after, configured, state.tests_before)
     if state.tests_after is not None and state.tests_after.diff_sha256 not in ("", state.diff.sha256):
         after += " (on an earlier diff)"
     return [

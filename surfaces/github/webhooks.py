@@ -1,9 +1,10 @@
 """POST /github/webhook: verify, deduplicate, then start or signal a task. Nothing more.
 
 GitHub waits 10 s for an answer, so the handler only checks the signature, parses the
-payload, remembers the delivery in Postgres and starts (or signals) a workflow. The workflow
-id derives from X-GitHub-Delivery, and deliveries are remembered in `github_deliveries`, so
-a redelivery — even weeks later, after Temporal forgot the workflow id — starts nothing new.
+payload (at most 25 MiB, GitHub's own cap: `surfaces.limits`), remembers the delivery in
+Postgres and starts (or signals) a workflow. The workflow id derives from X-GitHub-Delivery,
+and deliveries are remembered in `github_deliveries`, so a redelivery — even weeks later,
+after Temporal forgot the workflow id — starts nothing new.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces import playbook_events
 from surfaces.github import events
+from surfaces.limits import too_large_answer, too_large_for_temporal
 from surfaces.tasks import start_task, task_id_for
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
@@ -84,8 +86,8 @@ def register(app: FastAPI) -> None:
         if event == "ping":
             return _answer(200, ok=True, zen=str(payload.get("zen", "")))
         playbooks = await playbook_events.github_delivery(request.app, event, delivery, payload)
-        if playbooks is not None and (playbooks.status_code >= 500 or event not in events.HANDLED_EVENTS):
-            return playbooks  # a playbook's event only, or runs to start again on a redelivery
+        if playbooks is not None and (playbooks.status_code >= 400 or event not in events.HANDLED_EVENTS):
+            return playbooks  # a playbook's event only, or runs refused (503: redeliver; 413: too large)
         if event not in events.HANDLED_EVENTS:
             return _answer(200, status="ignored", reason=f"event {event!r} is not handled")
         try:
@@ -100,6 +102,9 @@ def register(app: FastAPI) -> None:
             return _answer(503, error="not handled in time; redeliver it")
         except RPCError as exc:
             log.warning("GitHub delivery %s: Temporal refused: %s", delivery, exc)
+            too_large = too_large_for_temporal(exc)
+            if too_large is not None:
+                return too_large_answer(too_large)
             return _answer(503, error="Temporal is unavailable; redeliver it")
 
 

@@ -29,6 +29,7 @@ from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.decisions import closed_reason, refusal
+from surfaces.limits import too_large_for_temporal
 from surfaces.slack import directory_events
 from surfaces.slack.assistant import DirectMessages, allowed_bot, is_direct
 from surfaces.slack.diff_button import DiffButton
@@ -126,6 +127,8 @@ class SlackDispatcher:
             )
         except RPCError as exc:
             log.error("could not start %s for %s: %s", task_id, event_id, exc.status.name)
+            if too_large_for_temporal(exc):  # starting it again would be refused again
+                return Outcome("start refused: too large for Temporal", status=413)
             return Outcome("start failed", status=503)  # Slack retries: nothing is lost
         log.info(
             "slack %s %s -> %s (retry %s)",

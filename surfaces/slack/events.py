@@ -24,6 +24,7 @@ from slack_sdk.signature import SignatureVerifier
 from activities.store.db import get_pool
 from surfaces import playbook_events
 from surfaces.app import add_background
+from surfaces.limits import too_large_for_temporal
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher
 from surfaces.slack.first_sign import FirstSign
@@ -172,7 +173,10 @@ async def _click(request: Request, payload: dict[str, Any]) -> Outcome:
         return Outcome("not connected to Temporal yet", status=503)
     try:
         return await dispatcher.handle_interaction(payload)
-    except Exception:
+    except Exception as exc:
+        too_large = too_large_for_temporal(exc)
+        if too_large is not None:  # delivered again it would be refused again
+            return Outcome(f"too large for Temporal: {too_large}", status=413)
         # A 5xx makes Slack deliver it again, so a passing outage loses nothing.
         log.exception("slack interaction failed")
         return Outcome("failed", status=500)

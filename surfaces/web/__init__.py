@@ -21,12 +21,13 @@ from surfaces.web import agents, approvals, loops, memory, oidc, playbooks, spen
 from surfaces.web.auth import COOKIE, PREFIX, NotSignedIn, Sessions, signed_in
 from surfaces.web.auth import login_url as login_url
 from surfaces.web.common import HERE, render
+from surfaces.web.headers import SecurityHeaders
 
 __all__ = ["login_url", "register"]
 
 
 def register(app: FastAPI) -> None:
-    app.state.dashboard_sessions = Sessions(app.state.settings)
+    app.state.dashboard_sessions = Sessions(app.state.settings, oidc.session_role(app.state.settings))
     app.mount(f"{PREFIX}/static", StaticFiles(directory=str(HERE / "static")), name="dashboard-static")
     router = APIRouter(prefix=PREFIX)
     router.add_api_route("/login", login, methods=["GET"], response_class=HTMLResponse)
@@ -40,6 +41,7 @@ def register(app: FastAPI) -> None:
     app.add_exception_handler(NotSignedIn, _sign_in_first)
     app.add_exception_handler(oidc.Refused, _oidc_refused)
     app.add_exception_handler(StarletteHTTPException, _error_page)
+    app.add_middleware(SecurityHeaders)
 
 
 async def home(request: Request) -> Response:
@@ -71,13 +73,15 @@ async def login(request: Request) -> Response:
             "This sign-in link is not valid: it was already used, has expired, or was cut short. "
             "Restart `openloop up`, or ask an admin for `openloop dashboard link`.",
         )
-    return signed_in(request, found)
+    return await signed_in(request, found, "link")
 
 
 async def logout(request: Request) -> Response:
     from surfaces.web.auth import person, require_csrf
 
-    await require_csrf(request, person(request))
+    await require_csrf(request, await person(request))
+    sessions: Sessions = request.app.state.dashboard_sessions
+    await sessions.end(request.cookies.get(COOKIE))  # this cookie, and every copy, now count for nothing
     response = render(request, "message.html", None, message="Signed out.")
     response.delete_cookie(COOKIE, path=PREFIX)
     return response
@@ -99,5 +103,5 @@ async def _error_page(request: Request, exc: Exception) -> Response:
     if not request.url.path.startswith(PREFIX) or request.url.path.endswith("/events"):
         return await http_exception_handler(request, exc)
     sessions: Sessions = request.app.state.dashboard_sessions
-    who = sessions.read(request.cookies.get(COOKIE))
+    who = await sessions.find(request.cookies.get(COOKIE))
     return render(request, "message.html", who, status_code=exc.status_code, message=str(exc.detail))

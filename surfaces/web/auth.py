@@ -5,9 +5,11 @@ token (`login_url`; `openloop dashboard link` mints one for someone else). The t
 with the dashboard secret, says who the person is and their role, expires, and is accepted
 once: its nonce is recorded when used (in Postgres when the server has a database, so a
 restart or another replica refuses it too). In production people sign in with an OpenID Connect provider
-instead (`surfaces.web.oidc`). Either way the browser gets a signed session cookie holding
-the identity and a CSRF token; every form posts that token back (`require_csrf`), so another
-site cannot make a signed-in browser act.
+instead (`surfaces.web.oidc`). Either way the browser gets a session cookie holding only a
+signed session id; the session itself is a row in Postgres (`surfaces.web.sessions`) read
+on every request, so signing out (or `openloop dashboard revoke`) ends it at once on every
+replica, copied cookies included. The CSRF token is derived from the session id; every form
+posts it back (`require_csrf`), so another site cannot make a signed-in browser act.
 
 A person has one identity shown and approvals are recorded under, and maybe other names
 for the same person (`also`): someone signed in through OIDC is both their Slack user id and
@@ -18,6 +20,9 @@ Roles, each including the ones before it:
 - approver: decides approvals, and only for agents whose config names them (the workflow
   checks the same rule, `workflows.policy.may_approve`);
 - admin: also forgets memories.
+A link's role is the one the admin who minted it chose (`openloop dashboard revoke --as ID`
+takes it back); an OIDC session's role is derived again on every request (`derive_role`), so
+a person removed from an agent's approvers or from the admins loses the role at once.
 
 The secret comes from OPENLOOP_DASHBOARD_SECRET, else from `dashboard.secret` in the state
 dir (created on first use, readable by its owner only), so `openloop up` and the server
@@ -26,11 +31,13 @@ share it. Nothing here logs or shows a token.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import os
 import secrets
 import time
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -40,10 +47,10 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.web.sessions import SESSION_SECONDS, SessionRow, SessionStore
 
 ROLES = ("viewer", "approver", "admin")
 COOKIE = "openloop_dashboard"
-SESSION_SECONDS = 12 * 3600
 LOGIN_TOKEN_SECONDS = 24 * 3600  # `openloop up` may run long before someone opens the link
 SECRET_ENV = "OPENLOOP_DASHBOARD_SECRET"
 SECRET_FILE = "dashboard.secret"
@@ -54,7 +61,7 @@ PREFIX = "/dashboard"
 class Person:
     user: str  # the identity approvals name: a Slack user id, `cli:local`, an email
     role: str
-    csrf: str
+    csrf: str = ""  # set once the person has a session
     also: tuple[str, ...] = ()  # the same person's other identities (a GitHub login, an email)
 
     @property
@@ -113,18 +120,26 @@ def login_url(settings: Settings, user: str, role: str = "admin", ttl_seconds: i
     return f"{dashboard_base(settings)}/login?token={quote(token)}"
 
 
-class Sessions:
-    """Turns login tokens into session cookies and cookies back into people."""
+# An OIDC session's role now, from its names; None when such sessions no longer count.
+RoleRule = Callable[[list[str]], Awaitable[str | None]]
 
-    def __init__(self, settings: Settings):
+
+class Sessions:
+    """Turns login tokens into sessions, and session cookies back into people."""
+
+    def __init__(self, settings: Settings, derive_role: RoleRule | None = None):
         self._settings = settings
         self._serializers: tuple[URLSafeTimedSerializer, URLSafeTimedSerializer] | None = None
+        self._secret = b""
         self._used: dict[str, float] = {}  # nonce -> when it may be forgotten
+        self._store = SessionStore(settings.database_url)
+        self._derive_role = derive_role
 
     def _pair(self) -> tuple[URLSafeTimedSerializer, URLSafeTimedSerializer]:
         """Read (or create) the secret on first use, not when the app is built."""
         if self._serializers is None:
             secret = dashboard_secret(self._settings)
+            self._secret = secret.encode()
             self._serializers = (_serializer(secret, "login"), _serializer(secret, "session"))
         return self._serializers
 
@@ -158,23 +173,47 @@ class Sessions:
         if float(payload.get("exp", now)) < now:
             return None
         self._used[nonce] = now + LOGIN_TOKEN_SECONDS
-        return Person(str(payload["user"]), str(payload["role"]), secrets.token_urlsafe(24)), nonce
+        return Person(str(payload["user"]), str(payload["role"])), nonce
 
-    def cookie(self, person: Person) -> str:
-        data = {"user": person.user, "role": person.role, "csrf": person.csrf, "also": list(person.also)}
-        return str(self._pair()[1].dumps(data))
+    def _csrf(self, session_id: str) -> str:
+        self._pair()
+        return hmac.new(self._secret, f"csrf:{session_id}".encode(), hashlib.sha256).hexdigest()
 
-    def read(self, cookie: str | None) -> Person | None:
+    async def start(self, found: Person, source: str) -> tuple[str, Person]:
+        """A new session for `found`: the cookie's value, and the person with their CSRF token."""
+        session_id = await self._store.create(SessionRow(found.user, found.also, found.role, source))
+        cookie = str(self._pair()[1].dumps({"sid": session_id}))
+        return cookie, replace(found, csrf=self._csrf(session_id))
+
+    def _session_id(self, cookie: str | None) -> str | None:
         if not cookie:
             return None
         try:
             data = self._pair()[1].loads(cookie, max_age=SESSION_SECONDS)
         except BadSignature:
             return None
-        if not isinstance(data, dict) or data.get("role") not in ROLES:
+        session_id = data.get("sid") if isinstance(data, dict) else None
+        return session_id if isinstance(session_id, str) and session_id else None
+
+    async def find(self, cookie: str | None) -> Person | None:
+        """The person whose live session the cookie names; None for no, a forged, an expired
+        or a revoked session."""
+        session_id = self._session_id(cookie)
+        row = await self._store.find(session_id) if session_id else None
+        if session_id is None or row is None:
             return None
-        also = tuple(str(name) for name in data.get("also") or ())
-        return Person(str(data["user"]), str(data["role"]), str(data["csrf"]), also)
+        role: str | None = row.role
+        if row.source == "oidc":
+            role = await self._derive_role(list(row.ids)) if self._derive_role else None
+        if role not in ROLES:
+            return None
+        return Person(row.user, str(role), self._csrf(session_id), row.also)
+
+    async def end(self, cookie: str | None) -> None:
+        """Revoke the cookie's session: the cookie, and any copy of it, signs in no more."""
+        session_id = self._session_id(cookie)
+        if session_id is not None:
+            await self._store.revoke(session_id)
 
 
 async def _first_use(database_url: str, nonce: str, user: str) -> bool:
@@ -190,13 +229,15 @@ async def _first_use(database_url: str, nonce: str, user: str) -> bool:
         return await cursor.fetchone() is not None
 
 
-def signed_in(request: Request, found: Person) -> RedirectResponse:
-    """Off to the tasks page with the person's session cookie."""
+async def signed_in(request: Request, found: Person, source: str) -> RedirectResponse:
+    """Off to the tasks page with a new session's cookie; the browser's previous session ends."""
     sessions: Sessions = request.app.state.dashboard_sessions
+    await sessions.end(request.cookies.get(COOKIE))
+    cookie, _ = await sessions.start(found, source)
     response = RedirectResponse(f"{PREFIX}/tasks", status_code=303)
     response.set_cookie(
         COOKIE,
-        sessions.cookie(found),
+        cookie,
         max_age=SESSION_SECONDS,
         httponly=True,
         samesite="lax",
@@ -213,10 +254,10 @@ def secure_cookies(request: Request) -> bool:
     return request.url.scheme == "https" or public.startswith("https://")
 
 
-def person(request: Request) -> Person:
+async def person(request: Request) -> Person:
     """The signed-in person (a FastAPI dependency); pages send others to sign in."""
     sessions: Sessions = request.app.state.dashboard_sessions
-    found = sessions.read(request.cookies.get(COOKIE))
+    found = await sessions.find(request.cookies.get(COOKIE))
     if found is None:
         raise NotSignedIn()
     return found

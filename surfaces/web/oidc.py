@@ -17,7 +17,6 @@ for the agents that do), viewer otherwise.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,10 +27,18 @@ from fastapi.responses import Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from joserfc.errors import JoseError
 
-from activities.store.agents import list_agents
+from activities.store.agents import latest_agents
 from activities.store.db import get_pool
 from config.settings import OidcSettings, Settings
-from surfaces.web.auth import PREFIX, Person, dashboard_base, dashboard_secret, secure_cookies, signed_in
+from surfaces.web.auth import (
+    PREFIX,
+    Person,
+    RoleRule,
+    dashboard_base,
+    dashboard_secret,
+    secure_cookies,
+    signed_in,
+)
 from workflows import policy
 
 FLOW_COOKIE = "openloop_oidc"
@@ -130,8 +137,8 @@ async def callback(request: Request) -> Response:
     assert oidc is not None
     names = identities(oidc, claims)
     role = await role_for(settings, oidc, names)
-    found = Person(names[0], role, secrets.token_urlsafe(24), tuple(names[1:]))
-    response = signed_in(request, found)
+    found = Person(names[0], role, also=tuple(names[1:]))
+    response = await signed_in(request, found, "oidc")
     response.delete_cookie(FLOW_COOKIE, path=PREFIX)
     return response
 
@@ -153,7 +160,18 @@ async def role_for(settings: Settings, oidc: OidcSettings, names: list[str]) -> 
     if any(name in oidc.admins for name in names):
         return "admin"
     if settings.database_url:
-        agents = await list_agents(await get_pool(settings.database_url))
+        agents = await latest_agents(await get_pool(settings.database_url))
         if any(policy.may_approve(agent.config, name) for agent in agents for name in names):
             return "approver"
     return "viewer"
+
+
+def session_role(settings: Settings) -> RoleRule:
+    """The role of an OIDC session now, from the person's names (`role_for`); None once OIDC
+    sign-in is no longer configured."""
+
+    async def derive(names: list[str]) -> str | None:
+        oidc = configured(settings)
+        return await role_for(settings, oidc, names) if oidc is not None else None
+
+    return derive

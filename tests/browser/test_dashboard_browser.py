@@ -11,6 +11,7 @@ import re
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,14 @@ def dashboard_link(log: Path, within: float = 30.0) -> str:
     raise AssertionError(f"openloop up printed no dashboard link:\n{log.read_text(errors='replace')}")
 
 
+def csp_refusals(context: Any) -> list[str]:
+    """What the dashboard's Content-Security-Policy blocks in this browser (it must be nothing:
+    the pages carry no inline script or style)."""
+    refused: list[str] = []
+    context.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+    return refused
+
+
 def test_sign_in_approve_from_the_inbox_watch_it_finish_and_see_spend(
     stack_env: dict[str, str],  # noqa: F811
     tmp_path: Path,
@@ -60,6 +69,7 @@ def test_sign_in_approve_from_the_inbox_watch_it_finish_and_see_spend(
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
             context = browser.new_context()
+            refused = csp_refusals(context)
             page = context.new_page()
             page.goto(link)
             expect(page.get_by_role("heading", name="Tasks")).to_be_visible(timeout=WAIT_MS)
@@ -101,6 +111,7 @@ def test_sign_in_approve_from_the_inbox_watch_it_finish_and_see_spend(
             expect(page.get_by_role("heading", name="Loops")).to_be_visible()
             page.screenshot(path=str(tmp_path / "loops.png"), full_page=True)
             browser.close()
+            assert refused == []
     finally:
         assert stop(process) == 0
 

@@ -207,7 +207,7 @@ async def test_paths_outside_the_workspace_or_in_git_are_refused_through_the_act
     )
     assert "leads outside the workspace" in escape.result.output
     assert (tmp_path / "outside.txt").read_text() == "keep\n"
-    assert "hooksPath" not in (demo.root / ".git" / "config").read_text()
+    assert "hooksPath" not in (workspace.git_dir(demo.root) / "config").read_text()
     assert escape.diff is not None and escape.diff.files_changed == 0
 
 

@@ -7,19 +7,28 @@ executes nothing; with nothing changed, nothing is proposed.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
+from typer.testing import CliRunner
 
+from surfaces.cli.main import app
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.helpers import approve_when_pending, pending_approval
 from tests.integration.coding_env import TOKEN, CodingWorld, coding_world
+from workers.embedded import TemporalDevServer
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ApprovalDecision, TaskResult, TaskStatus
 
 FIX = {"path": "calc.py", "old": "/ (len(values) + 1)", "new": "/ len(values)"}
+DELETE_TEST = {
+    "path": "tests/test_calc.py",
+    "old": "def test_mean() -> None:\n    assert mean([2, 4, 6]) == 4\n",
+    "new": "",
+}
 
 
 def script_fix(api: FakeModelAPI, repo: str, *, edit: bool = True) -> None:
@@ -114,7 +123,7 @@ async def test_a_denied_pull_request_pushes_nothing(
 
 
 async def test_a_workspace_changed_after_the_request_voids_the_approval(
-    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI
+    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI, dev_server: TemporalDevServer
 ) -> None:
     async with coding_world(client, pg_url, tmp_path) as world:
         script_fix(api, world.repo)
@@ -140,7 +149,42 @@ async def test_a_workspace_changed_after_the_request_voids_the_approval(
         assert result.status == TaskStatus.SUCCESS, result
         assert len(world.pulls()) == 1
         explanation = await handle.query(AgentTaskWorkflow.explain)
+        env = {"OPENLOOP_TEMPORAL_ADDRESS": dev_server.address, "COLUMNS": "400"}
+        explained = await asyncio.to_thread(CliRunner().invoke, app, ["explain", handle.id], env=env)
     assert any("that approval is void" in decision for decision in explanation.decisions)
+    # `openloop explain` names the voided approval, why, and what the task did next.
+    approved, current = str(first.arguments["diff_sha256"])[:12], str(second.arguments["diff_sha256"])[:12]
+    voided = (
+        "approval: the approval of github.create_pull_request by cli:local is void: the workspace "
+        f"changed after it was requested (approved diff {approved}, now {current}), so nothing was "
+        "done with it; then it asked again, for the new diff"
+    )
+    assert explained.exit_code == 0 and voided in explained.output, explained.output
+    out = explained.output
+    assert out.index("approved by cli:local") < out.index(voided) < out.rindex("asked cli:local to approve")
+
+
+async def test_a_deleted_failing_test_shows_on_the_card_as_gone_not_fixed(
+    client: Client, pg_url: str, tmp_path: Path, api: FakeModelAPI
+) -> None:
+    async with coding_world(client, pg_url, tmp_path) as world:
+        api.answer_tool_calls([tool_call("c1", "code__open_workspace", {"repo": world.repo})])
+        api.answer_tool_calls([tool_call("c2", "code__edit_file", DELETE_TEST)])
+        api.answer_tool_calls([tool_call("c3", "code__run_tests", {})])
+        pull = {"title": "Fix the tests", "body": "Green now."}
+        api.answer_tool_calls([tool_call("c4", "github__create_pull_request", pull)])
+        api.answer("Proposed.")
+        agent = await world.agent()
+        handle = await world.start(agent, f"make the tests pass in {world.repo}")
+        pending = await pending_approval(handle)
+        await handle.signal(
+            AgentTaskWorkflow.deny, ApprovalDecision(pending.request_id, pending.action_id, "cli:local")
+        )
+        await result_of(handle)
+    after = str(pending.arguments["tests_after"])
+    assert str(pending.arguments["tests_before"]) == "failed: 1 failing (tests/test_calc.py::test_mean)"
+    assert after.startswith("passed (2 passed"), after
+    assert after.endswith(", 1 fewer than before: tests/test_calc.py::test_mean gone)"), after
 
 
 async def test_nothing_is_proposed_when_the_workspace_has_no_changes(

@@ -94,8 +94,8 @@ async def oidc_sign_in(
     return await web.get(back.path, params={**dict(back.params), **change})
 
 
-def session_of(web: httpx.AsyncClient) -> Person | None:
-    return web.dashboard_app.state.dashboard_sessions.read(web.cookies.get(COOKIE))  # type: ignore[attr-defined,no-any-return]
+async def session_of(web: httpx.AsyncClient) -> Person | None:
+    return await web.dashboard_app.state.dashboard_sessions.find(web.cookies.get(COOKIE))  # type: ignore[attr-defined,no-any-return]
 
 
 async def test_sign_in_with_the_provider_maps_identity_and_role(
@@ -116,10 +116,10 @@ async def test_sign_in_with_the_provider_maps_identity_and_role(
     }
     answer = await oidc_sign_in(web, person, provider)
     assert answer.status_code == 303 and answer.headers["location"] == f"{D}/tasks", answer.text
-    assert session_of(web) == Person(
+    assert (await session_of(web)) == Person(
         slack_id,
         "approver",
-        session_of(web).csrf,
+        (await session_of(web)).csrf,
         (f"dana-{suffix}", "dana@example.com"),  # type: ignore[union-attr]
     )
     assert f"{slack_id} (approver)" in (await web.get(f"{D}/approvals")).text
@@ -130,12 +130,12 @@ async def test_sign_in_with_the_provider_maps_identity_and_role(
     await oidc_sign_in(
         web, {"sub": "x", SLACK: f"U_ROOT_{suffix}", "github_login": f"root-{suffix}"}, provider
     )
-    assert session_of(web) is not None and session_of(web).role == "admin"  # type: ignore[union-attr]
+    assert (await session_of(web)) is not None and (await session_of(web)).role == "admin"  # type: ignore[union-attr]
     await oidc_sign_in(
         web, {"sub": f"s-{suffix}", "email": "eve@example.com", "email_verified": False}, provider
     )
-    assert session_of(web) is not None and session_of(web).ids == (f"oidc:s-{suffix}",)  # type: ignore[union-attr]
-    assert session_of(web).role == "viewer"  # type: ignore[union-attr]
+    assert (await session_of(web)) is not None and (await session_of(web)).ids == (f"oidc:s-{suffix}",)  # type: ignore[union-attr]
+    assert (await session_of(web)).role == "viewer"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("tamper", ["signature", "foreign_key", "audience", "nonce", "issuer", "expired"])
@@ -145,14 +145,15 @@ async def test_an_id_token_that_does_not_check_out_is_refused(
     provider.tamper = tamper
     answer = await oidc_sign_in(web, {"sub": "mallory", SLACK: "U_MALLORY"}, provider)
     assert answer.status_code == 401 and "Sign-in was refused" in answer.text, answer.text
-    assert session_of(web) is None and provider.tamper is None  # the token was issued, then refused
+    assert (await session_of(web)) is None and provider.tamper is None  # the token was issued, then refused
 
 
 async def test_a_forged_state_a_replayed_code_or_another_browser_is_refused(
     web: httpx.AsyncClient, provider: FakeOidcProvider
 ) -> None:
     forged = await oidc_sign_in(web, {"sub": "m", SLACK: "U_M"}, provider, state="forged-state")
-    assert forged.status_code == 401 and "mismatching_state" in forged.text and session_of(web) is None
+    assert forged.status_code == 401 and "mismatching_state" in forged.text
+    assert await session_of(web) is None
 
     web.cookies.clear()
     provider.person = {"sub": "m", SLACK: "U_M"}
@@ -161,7 +162,8 @@ async def test_a_forged_state_a_replayed_code_or_another_browser_is_refused(
         back = httpx.URL((await browser.get(start.headers["location"])).headers["location"])
     flow_cookie = dict(web.cookies)
     web.cookies.clear()  # the callback arrives in a browser that did not start the flow
-    assert (await web.get(back.path, params=back.params)).status_code == 401 and session_of(web) is None
+    assert (await web.get(back.path, params=back.params)).status_code == 401
+    assert await session_of(web) is None
     web.cookies.update(flow_cookie)
     assert (await web.get(back.path, params=back.params)).status_code == 303  # its own browser: fine
     web.cookies.clear()
@@ -207,7 +209,7 @@ async def test_an_approver_signed_in_by_oidc_sees_only_their_agents_approvals(
     await _apply(pg_url, f"triage-{suffix}", ["U_ALICE", f"carol-{suffix}"])
 
     await oidc_sign_in(web, {"sub": "bob", SLACK: f"U_BOB_{suffix}"}, provider)
-    assert session_of(web).role == "approver"  # type: ignore[union-attr]
+    assert (await session_of(web)).role == "approver"  # type: ignore[union-attr]
     inbox = await web.get(f"{D}/approvals")
     assert handle.id not in inbox.text and "wait for other approvers" in inbox.text
     csrf = re.search(r'name="csrf" value="([^"]+)"', inbox.text).group(1)  # type: ignore[union-attr]

@@ -5,10 +5,7 @@ Postgres, and LiteLLM talking to a fake provider."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +21,7 @@ from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
 from config.mcp import McpServer
 from config.settings import Settings
 from surfaces.cli.main import app
+from tests.fakes.mcp_servers import start_http
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.helpers import approve_when_pending
 from tests.reliability.harness import agent_config, eventually, scalar, start, stored
@@ -47,19 +45,7 @@ def http_server(state: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """The streamable-HTTP test server; its URL. The header it expects comes from the env."""
     port = free_port()
     monkeypatch.setenv("TEST_MCP_AUTH", SECRET)
-    env = {"TEST_MCP_EXPECT_AUTH": SECRET, "PATH": "/usr/bin:/bin"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.mcp_servers", "http", str(state), str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
+    process = start_http(state, port, SECRET)
     yield f"http://127.0.0.1:{port}/mcp"
     process.terminate()
     process.wait(10)

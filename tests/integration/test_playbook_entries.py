@@ -1,8 +1,8 @@
 """Events entering playbooks through the surfaces server, on the real dev server and Postgres:
 the same GitHub delivery twice starts one run; a Slack message matching a registered pattern
-starts one; `/hooks/NAME` refuses a bad or missing signature (audited) and starts a run for a
-good one, the same request twice starting one run; a webhook sensor makes the event of the
-request's body."""
+starts one; `/hooks/NAME` refuses a bad, missing or body-only signature (audited) and starts a
+run for a good one, the same request twice starting one run; a webhook sensor makes the event
+of the request's body."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from temporalio.client import Client
 
 from activities.playbooks.sensor_polls import poll_schedule_id
 from activities.store import playbooks as playbook_rows
+from surfaces import hook_signature
 from surfaces.app import create_app
 from surfaces.sensors import PLAYBOOKS_DIR_ENV
 from tests.fakes.model_api import FakeModelAPI
@@ -182,14 +183,17 @@ async def test_a_signed_hook_starts_a_run_and_a_bad_signature_is_refused_and_aud
     body = json.dumps({"service": "api", "version": "v2", "extra": 1}).encode()
     async with http_for(world) as http:
         missing = await http.post(f"/hooks/{hook}", content=body)
+        good = hook_signature.sign(HOOK_SECRET, body, delivery=f"deploy-{world.suffix}")
         bad = await http.post(
-            f"/hooks/{hook}", content=body, headers={"X-OpenLoop-Signature-256": "sha256=00"}
+            f"/hooks/{hook}", content=body, headers={**good, "X-OpenLoop-Signature-256": "v1=00"}
         )
         wrong_key = await http.post(
-            f"/hooks/{hook}", content=body, headers={"X-OpenLoop-Signature-256": signed("guess", body)}
+            f"/hooks/{hook}", content=body, headers=hook_signature.sign("guess", body)
+        )
+        body_only = await http.post(
+            f"/hooks/{hook}", content=body, headers={"X-OpenLoop-Signature-256": signed(HOOK_SECRET, body)}
         )
         runs_after_refusals = await playbook_rows.list_runs(await world.pool(), name)
-        good = {"X-OpenLoop-Signature-256": signed(HOOK_SECRET, body)}
         started = await http.post(f"/hooks/{hook}", content=body, headers=good)
         again = await http.post(f"/hooks/{hook}", content=body, headers=good)
         unknown = await http.post("/hooks/nobody-listens", content=body, headers=good)
@@ -201,9 +205,14 @@ async def test_a_signed_hook_starts_a_run_and_a_bad_signature_is_refused_and_aud
         )
         audited = [row["outcome"] for row in await cursor.fetchall()]
 
-    assert [missing.status_code, bad.status_code, wrong_key.status_code] == [401, 401, 401]
+    assert [r.status_code for r in (missing, bad, wrong_key, body_only)] == [401, 401, 401, 401]
     assert runs_after_refusals == []
-    assert audited == ["missing signature", "signature does not match", "signature does not match"]
+    assert audited == [
+        "missing signature",
+        "signature does not match",
+        "signature does not match",
+        "body-only sha256= signature (it would let the request be replayed)",
+    ]
     assert started.status_code == 202, started.text
     assert again.status_code == 200 and again.json()["status"] == "duplicate"
     assert unknown.status_code == 404
@@ -242,14 +251,10 @@ async def test_a_webhook_sensor_makes_the_event_of_the_body(
     resolved = json.dumps({"action": "resolved", "data": {}})
     async with http_for(world) as http:
         ignored = await http.post(
-            f"/hooks/{hook}",
-            content=resolved,
-            headers={"X-OpenLoop-Signature-256": signed(HOOK_SECRET, resolved.encode())},
+            f"/hooks/{hook}", content=resolved, headers=hook_signature.sign(HOOK_SECRET, resolved.encode())
         )
         started = await http.post(
-            f"/hooks/{hook}",
-            content=created,
-            headers={"X-OpenLoop-Signature-256": signed(HOOK_SECRET, created.encode())},
+            f"/hooks/{hook}", content=created, headers=hook_signature.sign(HOOK_SECRET, created.encode())
         )
     run = await world.finished_run(name)
 

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from surfaces.cli.main import app
 from tests.integration.loop_env import PYTEST, loop_world, project_with
+from workers.history import replay
 from workflows.loop_types import Baseline, Limits, LoopStatus, Outcome, RoundVerdict, Step, WorkerTimeouts
 
 FIX = "python autofix.py {last_error}"
@@ -109,6 +110,41 @@ async def test_a_fix_that_breaks_another_test_is_regressing(
     assert second.broken_tests == ["tests/test_calc.py::test_add"]
     assert result.status is LoopStatus.BLOCKED
     assert "2 rounds in a row failed" in result.reason and "openloop loops logs" in result.next_action
+
+
+async def test_a_fix_that_deletes_the_failing_test_is_not_a_pass(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    # "Fixes" the loop by deleting the failing test: pytest is green with one test fewer.
+    deleter = """\
+        import pathlib
+        p = pathlib.Path("tests/test_calc.py")
+        test = "def test_mean() -> None:\\n    assert mean([2, 4, 6]) == 4\\n"
+        p.write_text(p.read_text().replace(test, ""))
+        """
+    project = project_with(tmp_path, **{"deleter.py": deleter})
+    async with loop_world(client, pg_url, tmp_path, project) as world:
+        limits = Limits(max_consecutive_failures=2, no_progress_rounds=5, command_timeout_s=60)
+        loop_id, result = await world.run(
+            world.spec({Step.FIX: "python deleter.py", Step.VERIFY: PYTEST}, limits=limits)
+        )
+        reports = await world.reports(loop_id)
+        report = await _cli("loops", "report", loop_id, pg_url=pg_url)
+        history = await client.get_workflow_handle(loop_id).fetch_history()
+
+    [replayed] = await replay([history])  # the patched loop replays its own history
+    assert replayed.ok, replayed.error
+    first, second, third = reports
+    assert first.failing_tests == ["tests/test_calc.py::test_mean"] and first.commands[0].tests_ran == 3
+    assert second.commands[-1].outcome is Outcome.PASSED and second.commands[-1].tests_ran == 2
+    assert second.verdict is RoundVerdict.REGRESSING  # green, but not a pass
+    assert second.fixed_tests == [] and second.gone_tests == ["tests/test_calc.py::test_mean"]
+    gone = "1 fewer test ran than before (3 → 2): tests/test_calc.py::test_mean gone"
+    assert second.note.startswith(gone) and "a test that no longer runs is not fixed" in second.note
+    assert third.verdict is RoundVerdict.REGRESSING  # still gone
+    assert result.status is LoopStatus.BLOCKED, result.reason
+    assert gone in result.reason
+    assert report.exit_code == 0 and "gone:    tests/test_calc.py::test_mean" in report.output
 
 
 async def test_three_failing_fixes_in_a_row_end_blocked(client: Client, pg_url: str, tmp_path: Path) -> None:

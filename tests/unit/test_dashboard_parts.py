@@ -22,7 +22,7 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     return Settings(state_dir=tmp_path / "state")
 
 
-def test_a_login_token_signs_in_once_and_a_session_cannot_be_forged(settings: Settings) -> None:
+async def test_a_login_token_signs_in_once_and_a_session_cannot_be_forged(settings: Settings) -> None:
     sessions = Sessions(settings)
     token = login_token(settings, "U_ALICE", "approver")
     person = sessions.redeem(token)
@@ -30,19 +30,16 @@ def test_a_login_token_signs_in_once_and_a_session_cannot_be_forged(settings: Se
     assert sessions.redeem(token) is None
     assert sessions.redeem(token[:-2] + "xx") is None
     assert (settings.state_dir / "dashboard.secret").stat().st_mode & 0o077 == 0
-    cookie = sessions.cookie(person)
-    assert sessions.read(cookie) == person
+    cookie, started = await sessions.start(person, "link")
+    assert await sessions.find(cookie) == started and started.csrf and started.user == "U_ALICE"
     body, stamp, signature = cookie.split(".")
-    forged = (
-        base64.urlsafe_b64encode(
-            json.dumps({"user": "U_ALICE", "role": "admin", "csrf": person.csrf}).encode()
-        )
-        .decode()
-        .rstrip("=")
-    )
-    assert sessions.read(f"{forged}.{stamp}.{signature}") is None
+    assert list(json.loads(base64.urlsafe_b64decode(body + "=="))) == ["sid"]  # who and role stay server-side
+    forged = base64.urlsafe_b64encode(json.dumps({"sid": "guessed"}).encode()).decode().rstrip("=")
+    assert await sessions.find(f"{forged}.{stamp}.{signature}") is None
     other = Sessions(Settings(state_dir=settings.state_dir.parent / "other"))
-    assert other.read(cookie) is None and other.redeem(login_token(settings, "U_BOB")) is None
+    assert await other.find(cookie) is None and other.redeem(login_token(settings, "U_BOB")) is None
+    await sessions.end(cookie)
+    assert await sessions.find(cookie) is None  # signed out: the cookie (and any copy) is dead
     with pytest.raises(ValueError):
         login_token(settings, "U_BOB", "owner")
 

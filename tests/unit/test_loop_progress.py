@@ -7,16 +7,20 @@ from workflows.loop_types import Baseline, CommandResult, Limits, LoopStatus, Ou
 
 
 def ran(
-    step: Step, outcome: Outcome = Outcome.PASSED, tests: list[str] | None = None, metric: float | None = None
+    step: Step,
+    outcome: Outcome = Outcome.PASSED,
+    tests: list[str] | None = None,
+    metric: float | None = None,
+    count: int | None = None,
 ) -> CommandResult:
     return CommandResult(
         step=step, round=1, command=step.value, outcome=outcome, exit_code=0, duration_s=1.0,
-        output_bytes=0, output_id=None, tail="", failing_tests=tests, metric=metric,
+        output_bytes=0, output_id=None, tail="", failing_tests=tests, metric=metric, tests_ran=count,
     )  # fmt: skip
 
 
-def verify(*failing: str) -> CommandResult:
-    return ran(Step.VERIFY, Outcome.FAILED if failing else Outcome.PASSED, list(failing))
+def verify(*failing: str, count: int | None = None) -> CommandResult:
+    return ran(Step.VERIFY, Outcome.FAILED if failing else Outcome.PASSED, list(failing), count=count)
 
 
 def progress(**limits: int) -> LoopProgress:
@@ -76,3 +80,37 @@ def test_the_same_failures_stop_with_no_progress_before_the_rounds_run_out() -> 
     assert stops[:2] == [None, None]
     assert stops[2] is not None and stops[2].status is LoopStatus.NO_PROGRESS
     assert "openloop loops logs L --round 3" in stops[2].next_action
+
+
+def test_failing_tests_that_stop_running_are_gone_not_fixed_and_the_loop_does_not_succeed() -> None:
+    loop = LoopProgress(Limits(max_consecutive_failures=2), baseline=None, has_fixer=True, count_tests=True)
+    loop.judge([verify("t::a", "t::b", count=6)])  # 2 failed, 4 passed
+    judged = loop.judge([ran(Step.FIX), verify(count=4)])  # the fixer deleted both: 4 passed
+    assert judged.verdict is RoundVerdict.REGRESSING
+    assert judged.gone == ["t::a", "t::b"] and judged.fixed == []
+    assert judged.note.startswith("2 fewer tests ran than before (6 → 4): t::a, t::b gone")
+    assert loop.stop(2, judged, "L") is None and loop.needs_fix([])
+    again = loop.judge([ran(Step.FIX), verify(count=4)])  # still gone: still not a pass
+    assert again.verdict is RoundVerdict.REGRESSING and again.gone == ["t::a", "t::b"]
+    stop = loop.stop(3, again, "L")
+    assert stop is not None and stop.status is LoopStatus.BLOCKED and "t::a, t::b gone" in stop.reason
+    restored = loop.judge([ran(Step.FIX), verify(count=6)])  # put back and really fixed
+    assert restored.verdict is RoundVerdict.PASSED and restored.gone == []
+
+
+def test_a_test_fixed_while_another_is_deleted_is_not_called_fixed() -> None:
+    loop = LoopProgress(Limits(), baseline=None, has_fixer=True, count_tests=True)
+    loop.judge([verify("t::a", "t::b", count=6)])
+    judged = loop.judge([ran(Step.FIX), verify(count=5)])
+    assert judged.verdict is RoundVerdict.REGRESSING and judged.gone == [] and judged.fixed == []
+    assert "1 fewer test ran than before (6 → 5); t::a, t::b stopped failing" in judged.note
+
+
+def test_more_tests_or_uncounted_runs_judge_as_before() -> None:
+    loop = LoopProgress(Limits(), baseline=None, has_fixer=True, count_tests=True)
+    loop.judge([verify("t::a", count=6)])
+    judged = loop.judge([ran(Step.FIX), verify(count=7)])  # a test added, the failing one fixed
+    assert judged.verdict is RoundVerdict.PASSED and judged.fixed == ["t::a"]
+    old = progress()  # a loop started before counting: replays as it ran
+    old.judge([verify("t::a", count=6)])
+    assert old.judge([ran(Step.FIX), verify(count=4)]).verdict is RoundVerdict.PASSED

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.loops.output_reading import MAX_REPORT_CHARS, failing_tests, last_error, metric
+from activities.loops.output_reading import MAX_REPORT_CHARS, failing_tests, last_error, metric, ran_count
 
 TESTS = """
 import pytest
@@ -140,6 +140,19 @@ def test_a_run_without_failures_has_no_failing_tests(runs) -> None:
     assert failing_tests(runs[1]["none_ran"]) == []
     assert failing_tests("============ 5 passed in 0.12s ============") == []
     assert failing_tests("===== no tests ran in 0.01s =====") == []
+
+
+def test_how_many_tests_ran_leaves_out_skipped_and_deselected_ones(runs) -> None:
+    project, outputs = runs
+    assert ran_count(outputs["quiet"]) == 7  # 4 failed, 1 passed, 2 errors
+    assert ran_count(outputs["passing"]) == 1  # 1 passed, 5 deselected
+    assert ran_count(outputs["none_ran"]) == 0
+    assert ran_count("===== 4 passed, 2 skipped, 1 xfailed in 0.12s =====") == 5
+    assert ran_count("make: *** [all] Error 1\n") is None
+    # Without pytest's counts line, the JUnit report the command names says.
+    asked: list[str] = []
+    command = "python -m pytest -q --junitxml=x1.xml"
+    assert ran_count("", _reader(project, asked), command=command) == 7 and asked == ["x1.xml"]
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ from rich.console import Console
 from activities.github.approval_card import approval_body, resolved_body, shows_decision
 from activities.slack import blocks
 from surfaces.cli.approval_view import diff_text, print_request, what_is_asked
+from workflows.code_text import describe_tests
+from workflows.code_types import TestRun as Run  # "Test…" would be collected
 from workflows.pull_request_card import PREVIEW_LIMIT, PullRequestCard
 from workflows.types import ApprovalRequest, ResolveApprovalRequestInput, SurfaceContext
 
@@ -104,6 +106,22 @@ def test_a_long_preview_is_cut_at_a_line_and_says_so() -> None:
     preview = shown.shown_preview()
     assert len(preview) <= PREVIEW_LIMIT and preview.endswith("\n…")
     assert all(line.startswith("+line ") for line in preview.splitlines()[:-1])
+
+
+def test_tests_that_disappeared_are_shown_as_gone_on_every_card() -> None:
+    before = Run(passed=False, failing=["t::test_a", "t::test_b"], summary="2 failed", ran=6)
+    after = Run(passed=True, failing=[], summary="4 passed", ran=4)
+    shown = describe_tests(after, True, before)
+    assert shown == "passed (4 passed, 2 fewer than before: t::test_a, t::test_b gone)"
+    assert describe_tests(Run(passed=True, summary="6 passed", ran=6), True, before) == "passed (6 passed)"
+    assert describe_tests(after) == "passed (4 passed)"  # nothing to compare with
+    request = _request(tests_after=shown)
+    _, card = _card(blocks.approval_request_message("task-code-1", "coder", request))
+    assert f"*Tests after*\n{shown}" in [field["text"] for field in card[3]["fields"]]
+    assert f"- Tests after: {shown}\n" in approval_body("task-code-1", "coder", request)
+    out = io.StringIO()
+    print_request(Console(file=out, width=200), request)
+    assert "2 fewer than before: t::test_a, t::test_b gone" in out.getvalue()
 
 
 # Slack ---------------------------------------------------------------------------------------

@@ -106,7 +106,7 @@ async def test_too_many_processes_are_stopped(tmp_path: Path) -> None:
     limits = Limits(command_timeout_s=20, stall_timeout_s=10, max_processes=10)
     result = await run(tmp_path, "for i in $(seq 30); do sleep 30 & done; wait", limits)
     assert result.outcome is Outcome.ABNORMAL
-    assert result.reason == "started more than 10 processes"
+    assert result.reason == "reached the limit of 10 processes: the kernel refused a fork"
 
 
 @PROVIDERS

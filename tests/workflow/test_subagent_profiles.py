@@ -178,7 +178,8 @@ async def test_by_default_a_child_is_not_offered_delegation_and_its_attempt_is_r
     assert child and all("agent.delegate" not in inp.tool_names for inp in child)
     assert not any(depth(inp.task_id) == 2 for inp in script.model_inputs)  # no grandchild started
     refusal = next(m.content for m in child[-1].cursor.new_messages if m.role == "tool")
-    assert "unknown tool 'agent.delegate'" in refusal
+    assert refusal.startswith("Error: agent.delegate is refused: this task is 1 level(s) below"), refusal
+    assert "depth limit (spec.subagents.max_depth" in refusal and "unknown tool" not in refusal
     assert result.status == TaskStatus.SUCCESS
 
 
