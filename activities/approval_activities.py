@@ -22,7 +22,7 @@ from psycopg.rows import dict_row
 from slack_sdk.errors import SlackApiError
 from temporalio import activity
 
-from activities.llm.providers import quiet_litellm
+from activities.providers import quiet_litellm
 from activities.runtime import runtime
 from activities.slack.client import activity_error
 from activities.slack.names import SlackNames, directory, resolve_approvers

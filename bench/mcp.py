@@ -43,7 +43,8 @@ from activities.mcp import gateway
 from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
 from activities.runtime import runtime
 from activities.store import task_tools
-from activities.tools.tool_activities import bound_and_audit, run_tool
+from activities.store.tool_calls import bound_and_audit
+from activities.tools.tool_activities import run_tool
 from bench.common import REPO_ROOT, Stack, _proc_cpu, log, stats
 from bench.scripted import BENCH_REPO, ISSUES
 from config.mcp import McpServer

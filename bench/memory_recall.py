@@ -27,9 +27,9 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from activities.llm.embeddings import hashing_embedding
 from activities.store import memory_search
 from activities.store.db import apply_migrations, close_pools, get_pool
+from activities.store.embeddings import hashing_embedding
 from activities.store.memory import remember
 from activities.store.memory_search import search, vector_literal
 from config.agent import OFFLINE_EMBEDDING

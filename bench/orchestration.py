@@ -143,7 +143,6 @@ async def run_in_process(
             budget.clamp_max_tokens(ceilings, usage),
             budget.usd_headroom(ceilings, usage),
             budget.token_headroom(ceilings, usage),
-            on_exceeded=None,
         )
         return ModelCallInput(
             task_id=task_id,
@@ -237,20 +236,16 @@ async def real_vs_scripted_body(stack: Stack, calls: int) -> dict[str, Any]:
                 ChatMessage("system", agent.spec.instructions),
                 ChatMessage("user", Plan(steps=1).request()),
             ]
+            task_id = f"orch-body-{name}-{i}-{uuid.uuid4().hex[:6]}"
+            demo = ["offline/demo"]
+            row = TaskConstants(agent.name, agent.workspace, "bench", "cli", demo, demo, [])
+            await store_activities.save_task_constants(SaveTaskConstantsInput(task_id, row))
             inp = ModelCallInput(
-                f"orch-body-{name}-{i}-{uuid.uuid4().hex[:6]}",
-                1,
-                agent.name,
-                agent.workspace,
-                "bench",
-                "cli",
-                ["offline/demo"],
-                0,
-                messages,
-                [],
-                512,
-                1.0,
-                100_000,
+                task_id=task_id,
+                step=1,
+                cursor=TranscriptCursor(0, messages),
+                budget=BudgetGrant(512, 1.0, 100_000),
+                model=demo[0],
             )
             started = time.perf_counter()
             await fn(inp)

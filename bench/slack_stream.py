@@ -39,7 +39,7 @@ from pydantic import SecretStr
 
 from activities import runtime as activity_runtime
 from activities.llm import health
-from activities.llm.providers import API_BASE_ENV
+from activities.providers import API_BASE_ENV
 from activities.slack.posting import DONE
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool

@@ -41,6 +41,9 @@ DEFAULT_MAX_ITERATIONS = 12
 DEFAULT_TOKEN_LIMIT = 200_000
 DEFAULT_WALL_CLOCK = "30m"
 DEFAULT_APPROVAL_TTL = "72h"
+# The longest a task may wait for one approval (or for a budget extension, which waits as
+# long): the patch ledger's dates count on it (`workflows.patch_ledger.TASK_LIFETIME`).
+MAX_APPROVAL_TTL = "30d"
 DEFAULT_PER_TASK_USD = 1.0
 
 _SKILL_REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$")
@@ -129,6 +132,16 @@ class ApprovalsSpec(Strict):
     approvers: list[str] = []
     ttl: Duration = DEFAULT_APPROVAL_TTL
     on_denied: Literal["continue", "stop"] = "continue"
+
+    @field_validator("ttl")
+    @classmethod
+    def _at_most_the_longest_wait(cls, ttl: str) -> str:
+        if parse_duration(ttl) > parse_duration(MAX_APPROVAL_TTL):
+            raise ValueError(
+                f"{ttl!r} is longer than {MAX_APPROVAL_TTL}, the longest a task may wait for an "
+                f"approval; set approvals.ttl to {MAX_APPROVAL_TTL} or less"
+            )
+        return ttl
 
     @property
     def ttl_seconds(self) -> float:

@@ -2,9 +2,12 @@
 
 A profile is a preset for a subagent (`agent.delegate(task, profile="explore")`): a preface
 to its instructions and the tools it may use. The tools are patterns (`code.*`) matched
-against the parent's own tools, so a profile only ever narrows them. Three ship built in
-(`explore`, `plan`, `code`); an agent may override them or add its own here, and a field an
-override leaves out keeps the built-in's value. Pydantic only, like all of `config`.
+against the parent's own tools, so a profile only ever narrows them; the entry `reading`
+stands for every one of them that only reads. Which those are is the tool catalog's to say
+(`ToolSpec.reads_only`: it writes nothing and needs only a permission to look), so config,
+which does not import the catalog, is told per tool (`allows_tool`). Three profiles ship built
+in (`explore`, `plan`, `code`); an agent may override them or add its own here, and a field
+an override leaves out keeps the built-in's value. Pydantic only, like all of `config`.
 """
 
 from __future__ import annotations
@@ -26,25 +29,16 @@ TREE_DEPTH = MOST_DEPTH + 1
 DEFAULT_MAX_PARALLEL = 4
 
 _PROFILE_NAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
-
-_READING = [
-    "memory.search",
-    "slack.read_thread",
-    "github.get_issue",
-    "github.search_issues",
-    "github.list_failed_runs",
-    "github.get_job_log",
-    "code.open_workspace",  # a clone to read; the code tools below need one
-    "code.read_file",
-    "code.search",
-    "code.list_files",
-]
+# In a profile's tools: every tool of the parent that only reads (no tool name lacks a dot).
+READING = "reading"
 
 
 class SubagentProfile(Strict):
     instructions: str | None = Field(default=None, description="Put before the agent's instructions")
     tools: list[str] | None = Field(
-        default=None, description="Tool names or patterns such as code.*; only narrows the parent's tools"
+        default=None,
+        description="Tool names, patterns such as code.*, or reading (every tool that only reads); "
+        "only narrows the parent's tools",
     )
 
 
@@ -54,21 +48,21 @@ BUILT_IN_PROFILES: dict[str, SubagentProfile] = {
             "You explore for another agent: read and search, change nothing, and answer with what "
             "you found and where (thread, issue, file and line)."
         ),
-        tools=_READING,
+        tools=[READING],
     ),
     "plan": SubagentProfile(
         instructions=(
             "You plan for another agent: read what you need, change nothing, and answer with a plan: "
             "numbered steps, what each touches, the risks and how to check the result."
         ),
-        tools=_READING,
+        tools=[READING],
     ),
     "code": SubagentProfile(
         instructions=(
             "You make one focused code change for another agent: open the workspace, change as "
             "little as you can, run the tests, and answer with what you changed and what the tests said."
         ),
-        tools=[*_READING, "code.*", "github.create_pull_request"],
+        tools=[READING, "code.*", "github.create_pull_request"],
     ),
 }
 
@@ -111,8 +105,13 @@ class SubagentsSpec(Strict):
         return self.model_copy(update={"max_depth": max(0, self.max_depth - 1)})
 
 
-def allows_tool(profile: SubagentProfile, tool: str) -> bool:
-    return profile.tools is None or any(fnmatch.fnmatchcase(tool, pattern) for pattern in profile.tools)
+def allows_tool(profile: SubagentProfile, tool: str, reads_only: bool) -> bool:
+    """Whether the profile lets a subagent use `tool` (`reads_only`: the catalog says it only reads)."""
+    if profile.tools is None:
+        return True
+    return any(
+        (pattern == READING and reads_only) or fnmatch.fnmatchcase(tool, pattern) for pattern in profile.tools
+    )
 
 
 def subagent_problems(spec: SubagentsSpec, tools: list[str]) -> list[tuple[ProblemPath, str]]:
@@ -128,7 +127,7 @@ def subagent_problems(spec: SubagentsSpec, tools: list[str]) -> list[tuple[Probl
                 )
             )
         for index, pattern in enumerate(profile.tools or []):
-            if not any(fnmatch.fnmatchcase(tool, pattern) for tool in tools):
+            if pattern != READING and not any(fnmatch.fnmatchcase(tool, pattern) for tool in tools):
                 problems.append(
                     (
                         ("subagents", "profiles", name, "tools", index),

@@ -45,6 +45,8 @@ async def run_demo(stack: object, console: Console) -> None:
         task_id=task_id_for("cli", context.event_id or ""),
     )
     console.print(f"[bold]Demo task[/] {handle.id}: {DEMO_REQUEST}")
-    await follow_task(handle, console, interactive=sys.stdin.isatty(), user="cli:local")
+    await follow_task(
+        handle, console, interactive=sys.stdin.isatty(), user="cli:local", database_url=settings.database_url
+    )
     hint = commands('openloop ask helper "what did we decide?"')
     console.print(f"The stack stays up: try `{hint}`. Ctrl-C stops it.")

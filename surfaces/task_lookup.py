@@ -23,7 +23,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from surfaces.timeline import Entry, Story, parse_iso
+from surfaces.timeline import Entry, EntryKind, Story, parse_iso
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.outcomes import next_action
 from workflows.types import Explanation, TaskStatus, TaskStatusView
@@ -81,7 +81,7 @@ def with_refusals(entries: list[Entry], explanation: Explanation) -> list[Entry]
     """Add the tool calls the task refused (policy, invalid arguments): they are in its own
     step records (the `explain` query) but leave no event of their own in the history."""
     refused = [
-        Entry(parse_iso(step.at_iso), "refused", step.summary, step=step.step, who=step.actor)
+        Entry(parse_iso(step.at_iso), EntryKind.REFUSED, step.summary, step=step.step, who=step.actor)
         for step in explanation.steps
         if step.kind == "refused"
     ]
@@ -110,17 +110,17 @@ def while_running(view: TaskStatusView, surface: str = "") -> tuple[str, str]:
 
 
 _TELLING = (
-    "start",
-    "model",
-    "tool",
-    "approval",
-    "refused",
-    "status",
-    "signal",
-    "child",
-    "reply",
-    "stop",
-    "failure",
+    EntryKind.START,
+    EntryKind.MODEL,
+    EntryKind.TOOL,
+    EntryKind.APPROVAL,
+    EntryKind.REFUSED,
+    EntryKind.STATUS,
+    EntryKind.SIGNAL,
+    EntryKind.CHILD,
+    EntryKind.REPLY,
+    EntryKind.STOP,
+    EntryKind.FAILURE,
 )
 _STATUS_WORDS = {
     "WAITING_APPROVAL": "waiting for an approval",
@@ -143,10 +143,14 @@ def decision_chain(story: Story, explanation: Explanation | None = None) -> list
         if entry.kind not in _TELLING:
             continue
         what = entry.what
-        if entry.kind == "status":
+        if entry.kind is EntryKind.STATUS:
             state = what.removeprefix("now ")
             what = f"now {_STATUS_WORDS.get(state, state)}"
-        step = f" (step {entry.step})" if entry.step is not None and entry.kind in ("model", "tool") else ""
+        step = (
+            f" (step {entry.step})"
+            if entry.step is not None and entry.kind in (EntryKind.MODEL, EntryKind.TOOL)
+            else ""
+        )
         lines.append(f"{entry.kind}: {what}{step}")
     return lines
 

@@ -19,9 +19,9 @@ from temporalio.converter import decode_search_attributes
 
 from surfaces.timeline_approvals import VoidedApprovals, mcp_problems, tell_what_followed
 from surfaces.timeline_children import CHILD_EVENTS, child_wait, read_child_event
-from surfaces.timeline_entries import Entry, Story, parse_iso
+from surfaces.timeline_entries import Entry, EntryKind, Story, parse_iso
 from surfaces.timeline_entries import decode as _decode
-from surfaces.timeline_signals import GateView, signal_entry
+from surfaces.timeline_signals import GateView, signal_entry, update_entry
 from workers.history import event_time, local_activity_type
 from workflows import search
 from workflows.code_types import CodeActivity, CodeToolInput, CodeToolResult
@@ -41,7 +41,7 @@ from workflows.types import (
     ToolCallResult,
 )
 
-__all__ = ["Entry", "Story", "parse_iso", "story_from_history"]
+__all__ = ["Entry", "EntryKind", "Story", "parse_iso", "story_from_history"]
 
 E = EventType
 
@@ -87,7 +87,7 @@ class _Reader:
             if story.task is not None:
                 self.gate.agent = story.task.agent
                 who = story.task.context.user
-                story.entries.append(Entry(at, "start", story.task.request[:160], who=who))
+                story.entries.append(Entry(at, EntryKind.START, story.task.request[:160], who=who))
         elif kind == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             self.scheduled[event.event_id] = event
             self._track_approvals(event)
@@ -106,26 +106,34 @@ class _Reader:
         elif kind in CHILD_EVENTS:
             said = read_child_event(event, story.task, story.children)
             if said is not None:
-                story.entries.append(Entry(at, "child", said))
+                story.entries.append(Entry(at, EntryKind.CHILD, said))
         elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
             waits = child_wait(event, story.children)
-            signal_kind, said, sender = ("child", waits, None) if waits else signal_entry(event, self.gate)
+            signal_kind, said, sender = (
+                (EntryKind.CHILD, waits, None) if waits else signal_entry(event, self.gate)
+            )
             story.entries.append(Entry(at, signal_kind, said, who=sender))
+        elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+            decided = update_entry(event, self.gate)
+            if decided is not None:
+                story.entries.append(Entry(at, decided[0], decided[1], who=decided[2]))
         elif kind == E.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
             found_status = decode_search_attributes(
                 event.upsert_workflow_search_attributes_event_attributes.search_attributes
             ).get(search.STATUS.name)
             if found_status:
-                story.entries.append(Entry(at, "status", f"now {found_status[0]}"))
+                story.entries.append(Entry(at, EntryKind.STATUS, f"now {found_status[0]}"))
         elif kind == E.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
             story.result = _decode(event.workflow_execution_completed_event_attributes.result, TaskResult)
             if story.result is not None:
                 what = f"{story.result.status.value}: {story.result.reason}"
-                story.entries.append(Entry(at, "stop", what, step=story.result.steps))
+                story.entries.append(Entry(at, EntryKind.STOP, what, step=story.result.steps))
         elif kind in _CLOSED:
             story.closed = _CLOSED[kind]
             message = _failure_message(event)
-            story.entries.append(Entry(at, "stop", story.closed + (f": {message}" if message else "")))
+            story.entries.append(
+                Entry(at, EntryKind.STOP, story.closed + (f": {message}" if message else ""))
+            )
 
     def _track_approvals(self, scheduled: HistoryEvent) -> None:
         """The request a decision signal is checked against: posted, then resolved."""
@@ -156,10 +164,10 @@ class _Reader:
         attrs = scheduled.activity_task_scheduled_event_attributes
         name = attrs.activity_type.name
         if name == ActivityName.MCP_LIST_TOOLS:
-            return [Entry(at, "tool", said) for said in mcp_problems(_decode(result, McpListResult))]
+            return [Entry(at, EntryKind.TOOL, said) for said in mcp_problems(_decode(result, McpListResult))]
         if name == CodeActivity.RUN_TOOL:
             void = self.voids.diffed(_decode(attrs.input, CodeToolInput), _decode(result, CodeToolResult))
-            self.voided += [Entry(at, "approval", void)] if void else []
+            self.voided += [Entry(at, EntryKind.APPROVAL, void)] if void else []
             return self.voided[-1:] if void else []
         if name != ActivityName.CALL_MODEL:
             entry = _completed(scheduled, result, at)
@@ -186,7 +194,7 @@ class _Reader:
         result = event.marker_recorded_event_attributes.details.get("result") or Payloads()
         if name == ActivityName.RECALL:
             found = _decode(result, RecallResult)
-            return Entry(at, "recall", f"recalled {len(found.items) if found else 0} memories")
+            return Entry(at, EntryKind.RECALL, f"recalled {len(found.items) if found else 0} memories")
         if name != ActivityName.RUN_TOOL:
             return None
         out = _decode(result, ToolCallResult)
@@ -204,7 +212,7 @@ def _tool_entry(
 ) -> Entry:
     outcome = "ok" if out is None or out.ok else (out.error_kind or "failed")
     preview = (out.output[:100] if out else "").replace("\n", " ")
-    return Entry(at, "tool", f"{tool}: {outcome}: {preview}", step=step, who=who)
+    return Entry(at, EntryKind.TOOL, f"{tool}: {outcome}: {preview}", step=step, who=who)
 
 
 def _tool_input(attrs: ActivityTaskScheduledEventAttributes) -> ToolCallInput | None:
@@ -225,7 +233,7 @@ def _activity_failed(event: HistoryEvent, scheduled: dict[int, HistoryEvent], at
         timed_out = event.activity_task_timed_out_event_attributes
         started, message = scheduled.get(timed_out.scheduled_event_id), timed_out.failure.message
     name = started.activity_task_scheduled_event_attributes.activity_type.name if started else "activity"
-    return Entry(at, "failure", f"{name} failed: {message}")
+    return Entry(at, EntryKind.FAILURE, f"{name} failed: {message}")
 
 
 def _failure_message(event: HistoryEvent) -> str:
@@ -242,7 +250,7 @@ def _model_entry(at: datetime, out: ModelCallResult, step: int | None) -> Entry:
     if out.tool_calls:
         did += ": " + ", ".join(call.name.replace("__", ".") for call in out.tool_calls)
     what = f"{usage.model}: {did}; {usage.prompt_tokens}+{usage.completion_tokens} tokens"
-    return Entry(at, "model", what, step=step, cost_usd=usage.cost_usd)
+    return Entry(at, EntryKind.MODEL, what, step=step, cost_usd=usage.cost_usd)
 
 
 def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry | None:
@@ -260,7 +268,7 @@ def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry
         if asked is None:
             return None
         approvers = ", ".join(asked.request.approvers) or "any approver"
-        return Entry(at, "approval", f"asked {approvers} to approve {asked.request.tool}")
+        return Entry(at, EntryKind.APPROVAL, f"asked {approvers} to approve {asked.request.tool}")
     if name == ActivityName.RESOLVE_APPROVAL_REQUEST:
         decided = _decode(attrs.input, ResolveApprovalRequestInput)
         if decided is None:
@@ -268,11 +276,11 @@ def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry
         when = parse_iso(decided.decided_at_iso) or at
         by = f" by {decided.decided_by}" if decided.decided_by else ""
         what = f"{decided.request.tool} {decided.outcome}{by}"
-        return Entry(when, "approval", what, who=decided.decided_by)
+        return Entry(when, EntryKind.APPROVAL, what, who=decided.decided_by)
     if name == ActivityName.POST_REPLY:
         reply = _decode(attrs.input, PostReplyInput)
         if reply is None:
             return None
         text = reply.text.strip().replace("\n", " ")[:100]
-        return Entry(at, "reply", f"{reply.status.value}: {text}", step=reply.step)
+        return Entry(at, EntryKind.REPLY, f"{reply.status.value}: {text}", step=reply.step)
     return None

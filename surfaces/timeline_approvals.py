@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from surfaces.timeline_entries import EntryKind
 from workflows.code_types import CodeToolInput, CodeToolResult
 from workflows.mcp_types import McpListResult
 from workflows.message_types import ResolveApprovalRequestInput
@@ -55,7 +56,7 @@ class VoidedApprovals:
 
 
 class _Told(Protocol):
-    kind: str
+    kind: EntryKind
     what: str
 
 
@@ -67,10 +68,14 @@ def tell_what_followed(entries: Sequence[_Told], voided: Sequence[_Told]) -> Non
             continue
         tool = entry.what.removeprefix("the approval of ").split(" ", 1)[0]
         for later in entries[index + 1 :]:
-            if later.kind == "approval" and later.what.startswith("asked ") and later.what.endswith(tool):
+            if (
+                later.kind is EntryKind.APPROVAL
+                and later.what.startswith("asked ")
+                and later.what.endswith(tool)
+            ):
                 entry.what += "; then it asked again, for the new diff"
                 break
-            if later.kind == "stop":
+            if later.kind is EntryKind.STOP:
                 entry.what += f"; then the task stopped ({later.what})"
                 break
 

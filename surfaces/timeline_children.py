@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
+from surfaces.timeline_entries import EntryKind
 from surfaces.timeline_signals import decode
 from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait
 from workflows.types import TaskInput, TaskResult
@@ -40,7 +42,16 @@ _CHILD_CLOSED = {  # how a child ended without a result, and where the event say
 }
 
 
-_SAID_BY_THE_PARENT = ("start", "status")
+_SAID_BY_THE_PARENT = (EntryKind.START, EntryKind.STATUS)
+
+
+class TaskRole(StrEnum):
+    """Where a task sits in a tree: the task asked for, a playbook step's, or a child one started."""
+
+    TASK = "task"
+    STEP = "step"
+    SUBAGENT = "subagent"
+    TEAMMATE = "teammate"
 
 
 @dataclass
@@ -48,7 +59,7 @@ class ChildRun:
     """A child task as its parent's history tells it."""
 
     task_id: str
-    kind: str  # subagent | teammate
+    kind: TaskRole  # SUBAGENT or TEAMMATE
     agent: str
     request: str
     result: TaskResult | None = None
@@ -56,12 +67,12 @@ class ChildRun:
 
     @property
     def label(self) -> str:
-        return f"teammate {self.agent}" if self.kind == "teammate" else "subagent"
+        return f"teammate {self.agent}" if self.kind is TaskRole.TEAMMATE else "subagent"
 
 
-def child_kind(parent_id: str, child_id: str) -> str:
+def child_kind(parent_id: str, child_id: str) -> TaskRole:
     """Subagents' ids are the parent's then `-d<step>-…`, teammates' `-t<step>-…`."""
-    return "teammate" if child_id.removeprefix(parent_id).startswith("-t") else "subagent"
+    return TaskRole.TEAMMATE if child_id.removeprefix(parent_id).startswith("-t") else TaskRole.SUBAGENT
 
 
 def read_child_event(event: HistoryEvent, parent: TaskInput | None, children: list[ChildRun]) -> str | None:

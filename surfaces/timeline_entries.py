@@ -5,21 +5,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from enum import StrEnum
+from typing import TYPE_CHECKING, TypeVar
 
 from temporalio.api.common.v1 import Payloads
 from temporalio.contrib.pydantic import pydantic_data_converter
 
-from surfaces.timeline_children import ChildRun
 from workflows.types import TaskInput, TaskResult
 
+if TYPE_CHECKING:
+    from surfaces.timeline_children import ChildRun  # which reads entries: only a type here
+
 T = TypeVar("T")
+
+
+class EntryKind(StrEnum):
+    """What an entry of a task's story tells; the value is what the CLI and dashboard show."""
+
+    START = "start"
+    MODEL = "model"
+    TOOL = "tool"
+    APPROVAL = "approval"
+    SIGNAL = "signal"
+    REFUSED = "refused"  # a decision or a tool call that did not count
+    STATUS = "status"
+    REPLY = "reply"
+    RECALL = "recall"
+    CHILD = "child"  # a subagent or teammate started, waited on or finished
+    FAILURE = "failure"  # an activity failed (it may be retried)
+    STOP = "stop"
 
 
 @dataclass
 class Entry:
     at: datetime | None
-    kind: str  # start | model | tool | approval | signal | refused | status | reply | recall | stop
+    kind: EntryKind
     what: str
     step: int | None = None
     who: str | None = None

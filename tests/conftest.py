@@ -97,6 +97,20 @@ def task_queue() -> str:
     return f"tq-{uuid.uuid4().hex[:12]}"
 
 
+# Tests using one of these need a server the suite starts (PostgreSQL, a Temporal server).
+SERVER_FIXTURES = {"pg_url", "dev_server", "client", "ts_env", "settings", "db_settings"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark what needs a server, so `scripts/test.sh --fast` can leave it out: every test
+    outside tests/unit, and unit tests asking for a server fixture."""
+    unit = Path(__file__).parent / "unit"
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if not Path(str(item.path)).is_relative_to(unit) or fixtures & SERVER_FIXTURES:
+            item.add_marker(pytest.mark.needs_server)
+
+
 @pytest.fixture(scope="session", autouse=True)
 async def _close_pools_at_end() -> AsyncIterator[None]:
     yield

@@ -31,7 +31,7 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from activities.tools.tool_activities import record_tool_span_attributes
+from activities.store.tool_calls import record_tool_span_attributes
 from workflows import activity_options
 from workflows.mcp_types import McpCallInput, McpListInput
 from workflows.types import (
@@ -107,7 +107,7 @@ def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: 
     span.set_attributes(
         {
             "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": _first_model(inp),
+            "gen_ai.request.model": inp.model or "",  # the route's first
             "gen_ai.response.model": result.usage.model,
             "gen_ai.request.max_tokens": inp.max_tokens,
             "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
@@ -122,11 +122,6 @@ def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: 
             "openloop.offline": result.offline,
         }
     )
-
-
-def _first_model(inp: ModelCallInput) -> str:
-    """The model a call tries first: named in the input whatever its shape."""
-    return inp.models[0] if inp.models else (inp.model or "")
 
 
 def _count_tool_call(tool: str, result: ToolCallResult) -> None:
@@ -177,7 +172,7 @@ def activity_summary(name: str, args: Any) -> str | None:
     """One line saying what an activity is about to do, for the Web UI's event history."""
     arg = args[0] if args else None
     if isinstance(arg, ModelCallInput):
-        model = _first_model(arg) or "the model"
+        model = arg.model or "the model"
         what = {"summary": "summarise the conversation with", "final": "write the final answer with"}
         # Tool calls folded into this call run first; say so, as their own activity would.
         tools = ", ".join(call.tool for call in arg.folded_calls)

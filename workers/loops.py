@@ -15,10 +15,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities import runtime
-from activities.code.code_activities import CODE_WORKSPACE_ACTIVITIES
 from activities.loops.host import LoopHost, configure_host
 from activities.loops.loop_activities import SHARED_QUEUE_ACTIVITIES, WORKSPACE_ACTIVITIES
 from activities.loops.sandbox import sandbox_problem
+from activities.tools.code_activities import CODE_WORKSPACE_ACTIVITIES
 from config.settings import Settings
 from workers.telemetry import worker_interceptors
 

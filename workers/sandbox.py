@@ -19,14 +19,13 @@ PASSTHROUGH_MODULES = (
     "workflows.task_basics",
     "workflows.tool_call_types",
     "workflows.model_call_types",
-    "workflows.model_call_flat",
     "workflows.task_constants",
     "workflows.message_types",
     "workflows.mcp_types",
     "workflows.skill_tools",
     "workflows.delegate_tool",
     "workflows.tool_catalog",
-    "workflows.tool_catalog_v1",  # the frozen native specs of older tasks
+    "workflows.tool_args",  # the base of tools' arguments models, pydantic types
     "workflows.prompts",
     "workflows.policy",
     "workflows.budget",
@@ -41,7 +40,6 @@ PASSTHROUGH_MODULES = (
     "workflows.loop_template",  # a loop command's placeholders, pure
     "workflows.code_types",  # a coding task's data
     "workflows.code_text",  # a coding task's words, pure
-    "workflows.workspace_tool_specs",
     "pydantic",
     "pydantic_core",
     "jsonschema",  # argument validation of tool calls

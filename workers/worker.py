@@ -19,13 +19,13 @@ from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
 from activities.playbooks.playbook_activities import PLAYBOOK_ACTIVITIES
 from activities.store import store_activities
 from activities.store.skill_activities import load_skill
-from activities.store.team_activities import teammate_input
 from activities.surface_activities import (
     post_approval_request,
     post_reply,
     resolve_approval_request,
     task_started,
 )
+from activities.team_activities import teammate_input
 from activities.tools.tool_activities import run_tool
 from config.settings import Settings
 from workers.sandbox import workflow_runner

@@ -108,3 +108,43 @@ MCP_LIST_OPTIONS: dict[str, Any] = {
     "retry_policy": RetryPolicy(maximum_attempts=3, non_retryable_error_types=NON_RETRYABLE_TOOL_ERRORS),
     "summary": "list MCP tools",
 }
+
+
+# Rows in Postgres and starts on Temporal, from the loop and playbook workflows: retried
+# through an outage of about an hour and a half.
+STORE_OPTIONS: dict[str, Any] = {
+    "start_to_close_timeout": timedelta(seconds=30),
+    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1), maximum_attempts=100),
+}
+
+# A playbook's poll sensor: one that keeps failing waits for its next firing rather than
+# piling up; one that cannot be found stays so until its file is fixed.
+SENSOR_POLL_TIMEOUT = timedelta(minutes=5)
+SENSOR_POLL_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=[ErrorType.SENSOR_ERROR.value])
+
+# The daily memory purge: a long delete that beats, retried a few times, never piling up.
+PURGE_TIMEOUT = timedelta(minutes=10)
+PURGE_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
+PURGE_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=5),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(minutes=5),
+    maximum_attempts=5,
+)
+
+# A loop's workspace: a clone may be big; a command gets its own limit plus this grace (past
+# it the worker is stuck); what cannot be fixed by trying again is not retried.
+WORKSPACE_CLONE_TIMEOUT = timedelta(minutes=15)
+WORKSPACE_COMMAND_GRACE = timedelta(seconds=60)
+WORKSPACE_DIFF_TIMEOUT = timedelta(minutes=5)
+WORKSPACE_ACQUIRE_RETRY = RetryPolicy(
+    maximum_attempts=5,
+    non_retryable_error_types=[
+        ErrorType.WORKSPACE_ERROR.value,
+        ErrorType.SANDBOX_UNAVAILABLE.value,
+        ErrorType.WORKSPACE_LOST.value,
+    ],
+)
+# On the queue of the worker holding a workspace: a second attempt on a dead worker's queue
+# would wait for nobody, so the loop takes the workspace again instead.
+ON_HOLDING_WORKER_RETRY = RetryPolicy(maximum_attempts=1)

@@ -25,10 +25,9 @@ with workflow.unsafe.imports_passed_through():
     from workflows.code_types import WorkspaceState
     from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait
     from workflows.outcomes import final_text, next_action
-    from workflows.skill_tools import SKILL_TOOLS
     from workflows.tool_catalog import ToolSet
-    from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
     from workflows.types import (
+        DECIDE_UPDATE,
         WORKFLOW_NAME,
         ActivityName,
         ApprovalDecision,
@@ -37,6 +36,8 @@ with workflow.unsafe.imports_passed_through():
         CancelRequest,
         CarriedState,
         ChatMessage,
+        Decision,
+        DecisionVerdict,
         Explanation,
         PostReplyInput,
         RecallInput,
@@ -51,17 +52,21 @@ with workflow.unsafe.imports_passed_through():
 # Workflow logic, checked by the sandbox like this module.
 from workflows.approvals import ApprovalGate
 from workflows.conversation import Conversation
+from workflows.decisions import Decisions
+from workflows.delegation import Delegation
 from workflows.human_waits import HumanWaits
+from workflows.mcp_tools import McpTools
 from workflows.model_caller import ModelCaller
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
 from workflows.task_status import status_view
 from workflows.task_workspace import TaskWorkspace
+from workflows.tool_dispatch import ToolDispatch
 from workflows.tool_runner import ToolRunner
+from workflows.tools import skill_specs
 from workflows.usage_meter import UsageMeter
+from workflows.workflow_tool import TaskParts
 
 MAX_CONTINUATIONS = 3  # a reply cut off by the output limit is continued this many times
-STATUS_AFTER_REPLY = "status-after-reply"  # workflow.patched id
-OUTCOME_MEMO = "outcome-memo"  # workflow.patched id
 CONTINUE = "Continue exactly where you stopped."
 
 
@@ -84,30 +89,30 @@ class AgentTaskWorkflow:
             carried.transcript_upto, carried.summary_upto, list(carried.pending_messages)
         )
         self.gate = ApprovalGate(inp, set(carried.used_request_ids))
-        # The specs the task started with; tasks started before specs rode in the input
-        # keep the native tools as they were then.
-        specs = inp.tools if inp.tools is not None else list(LEGACY_NATIVE_SPECS)
         memory = policy.memory_scope(inp.agent, inp.context)
         self.workspace = TaskWorkspace(inp, self.record, memory, carried.workspace)
-        self.tools = ToolRunner(
-            inp,
-            ToolSet(specs),
-            self.record,
-            self.meter,
-            self.conversation,
-            self.gate,
-            self.cancellation,
-            list(carried.progress_signatures),
-            list(carried.folded_tools),
-            self.workspace,
-        )
+        self.specs = ToolSet(inp.tools)  # the specs the task started with
         if inp.skills:
-            self.tools.tools.add(list(SKILL_TOOLS))
-        self.children = self.tools.dispatch.delegation
+            self.specs.add(skill_specs())
+        self.children = Delegation(inp, self.record, self.meter, self.specs)
+        self.mcp = McpTools(inp, self.specs, self.record)
+        parts = TaskParts(inp, self.specs, self.record, self.meter, self.children, self.workspace)
+        dispatch = ToolDispatch(parts, self.mcp)
+        self.tools = ToolRunner(parts, dispatch, self.conversation, self.gate, self.cancellation, carried)
         self.waits = HumanWaits(inp, self.record, self.meter, self.conversation, self.cancellation)
         self.model = ModelCaller(inp, self.record, self.meter, self.conversation, self.tools, self.waits)
+        self.decisions = Decisions(inp, self.gate, self.waits.extenders, self.meter, self.record)
 
-    # Signals and queries -----------------------------------------------------------------
+    # Updates, signals and queries --------------------------------------------------------
+
+    @workflow.update(name=DECIDE_UPDATE)
+    def decide(self, decision: Decision) -> DecisionVerdict:
+        """How every surface decides: approve, deny or extend, and hear at once if it counted."""
+        return self.decisions.take(decision)
+
+    @decide.validator
+    def validate_decision(self, decision: Decision) -> None:
+        self.decisions.validate(decision)
 
     @workflow.signal
     async def approve(self, decision: ApprovalDecision) -> None:
@@ -129,16 +134,7 @@ class AgentTaskWorkflow:
 
     @workflow.signal
     def extend_budget(self, extension: BudgetExtension) -> None:
-        if not self.waits.extenders.may_extend(extension.by):
-            self.record.record("refused", f"budget extension by {extension.by} ignored: not an approver")
-            return
-        self.meter.extend(extension)
-        self.record.record(
-            "message",
-            f"{extension.by} extended the budget by ${extension.usd:.2f}, "
-            f"{extension.tokens} tokens, {extension.iterations} iterations",
-            actor=extension.by,
-        )
+        self.decisions.extend(extension)
 
     @workflow.signal(name=CHILD_WAITING_SIGNAL)
     def child_waiting(self, wait: ChildWait) -> None:
@@ -198,7 +194,7 @@ class AgentTaskWorkflow:
             **LOCAL_OPTIONS,
         )
         self.record.record("recall", f"recalled {len(memories.items)} memories")
-        self.notices = await self.tools.dispatch.list_mcp_tools()
+        self.notices = await self.mcp.list_tools()
         first = [ChatMessage("system", prompts.system_prompt(self.agent, self.inp.context, self.inp.skills))]
         if memories.items:
             first.append(ChatMessage("user", prompts.recalled_memories(memories.items, scope.scope)))
@@ -246,23 +242,17 @@ class AgentTaskWorkflow:
         await self.gate.close("cancelled" if status == TaskStatus.CANCELLED else "expired")
         reply = self.reply.strip()
         text = final_text([*self.notices, reply, *self.workspace.closing_lines(reply)], status, reason)
-        if workflow.patched(STATUS_AFTER_REPLY):
-            # The status says how the task ended only once its answer is out.
-            self.record.decide(f"stopped: {status.value}: {reason}")
-            try:
-                await self.waits.post(text or "(no answer)", status)
-            except ActivityError as err:
-                status, reason = TaskStatus.ERROR, f"the answer could not be posted: {failure_reason(err)}"
-                self.record.decide(f"stopped: {status.value}: {reason}")
-            self.record.set_status(status)
-        else:
-            self.record.set_status(status)
-            self.record.decide(f"stopped: {status.value}: {reason}")
+        # The status says how the task ended only once its answer is out.
+        self.record.decide(f"stopped: {status.value}: {reason}")
+        try:
             await self.waits.post(text or "(no answer)", status)
+        except ActivityError as err:
+            status, reason = TaskStatus.ERROR, f"the answer could not be posted: {failure_reason(err)}"
+            self.record.decide(f"stopped: {status.value}: {reason}")
+        self.record.set_status(status)
         workflow.upsert_search_attributes([search.COST_USD.value_set(round(self.meter.usage.cost_usd, 6))])
-        if workflow.patched(OUTCOME_MEMO):
-            # A cancelled task still completes as a workflow: the memo says how it ended.
-            workflow.upsert_memo({"outcome": f"{status.value}: {reason}"[:300]})
+        # A cancelled task still completes as a workflow: the memo says how it ended.
+        workflow.upsert_memo({"outcome": f"{status.value}: {reason}"[:300]})
         await workflow.wait_condition(workflow.all_handlers_finished)
         return TaskResult(
             task_id=self.inp.task_id,
@@ -293,5 +283,5 @@ class AgentTaskWorkflow:
             workspace=self.workspace.state,
         )
         # Everything else (skills, the parent of a subagent, limits) goes on as it was.
-        tools = self.tools.tools.specs  # with the MCP tools listed at the start
+        tools = self.specs.specs  # with the MCP tools listed at the start
         workflow.continue_as_new(dataclasses.replace(self.inp, carried=carried, tools=tools))

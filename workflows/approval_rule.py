@@ -1,16 +1,16 @@
 """Whether an approval decision counts: the one rule, in one place.
 
-The task applies it to every decision signal (`workflows.approvals.ApprovalGate`); a surface
-applies it to a click against the task's pending request (its `status` query) before sending
-the signal, so the clicker hears at once and truthfully (`surfaces.decisions`); `openloop
-explain` applies it to the signals in a recorded history (`surfaces.timeline_signals`).
+The task applies it to every decision: in the validator of the `openloop.task.decide` update
+every surface sends (`workflows.decisions`), so the person hears at once whether it counted,
+and to the approve and deny signals (`workflows.approvals.ApprovalGate`); `openloop explain`
+applies it to the decisions in a recorded history (`surfaces.timeline_signals`).
 
 Who may approve is the request's own resolved set: the user ids its approvers stood for
 when it was made (user groups and `@handles` expanded by the `openloop.approval.prepare`
 activity). The set is resolved once, by an activity, and carried in the request, so the
 workflow stays deterministic (a group's membership is read from Slack, never in workflow
-code) and the surface checks a click against exactly the set the task will apply. Requests
-made before resolution existed carry no set: their listed approvers are the set.
+code), and whoever the set holds is accepted by every surface alike. Requests made before
+resolution existed carry no set: their listed approvers are the set.
 
 Pure: no I/O and no clock; the caller passes `now` (or None where a timer owns expiry).
 """

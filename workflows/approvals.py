@@ -1,12 +1,14 @@
-"""Approvals inside a task: one pending request at a time, decided by a signal.
+"""Approvals inside a task: one pending request at a time, decided by a person.
 
 A decision counts only when it names the pending request id, the exact action id (tool +
 canonical arguments) and comes from one of the request's approvers: the rule is
-`workflows.approval_rule`, which the surfaces apply to a click too. Anything else is ignored
-and audited. Before a request is posted, an activity resolves its approvers (user groups,
+`workflows.approval_rule`. Surfaces send decisions through the `openloop.task.decide` update,
+whose validator applies the rule (`workflows.decisions`), so a refused one never reaches the
+history; a decision signal (the older way, still accepted) that breaks it is ignored and
+audited. Before a request is posted, an activity resolves its approvers (user groups,
 @handles) to user ids and estimates the cost of finishing the task; both travel in the
-request, so the decision rule reads workflow state only. Used request ids are remembered (and carried across
-continue-as-new), so a replayed decision never executes anything twice.
+request, so the decision rule reads workflow state only. Used request ids are remembered
+(and carried across continue-as-new), so a replayed decision never executes anything twice.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from workflows import policy
     from workflows.activity_options import LOCAL_OPTIONS, SURFACE_OPTIONS
-    from workflows.approval_rule import decision_problem
+    from workflows.approval_rule import DecisionProblem, decision_problem
     from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
     from workflows.types import (
         ActivityName,
@@ -33,10 +35,6 @@ with workflow.unsafe.imports_passed_through():
         ResolveApprovalRequestInput,
         TaskInput,
     )
-
-# Requests carry resolved approver ids and a cost estimate (histories recorded before this
-# asked no activity for them).
-APPROVERS_RESOLVED = "approval-prepared"
 
 
 @dataclass
@@ -78,8 +76,7 @@ class ApprovalGate:
             model=model,
             estimated_cost_usd=0.0,
         )
-        if workflow.patched(APPROVERS_RESOLVED):
-            request = await self._prepared(request, step, model)
+        request = await self._prepared(request, step, model)
         self.pending = request
         self.decision = None
         posted: PostApprovalRequestResult = await workflow.execute_activity(
@@ -120,11 +117,9 @@ class ApprovalGate:
 
     async def receive(self, decision: ApprovalDecision, approved: bool, now: datetime) -> None:
         """A decision signal: take it if it is valid for the pending request, else audit why not."""
-        problem = self._problem_with(decision)
+        problem = self.problem_with(decision)
         if problem is None:
-            assert self.pending is not None
-            self.used_request_ids.add(self.pending.request_id)
-            self.decision = (approved, decision)
+            self.take(decision, approved)
             return
         pending = self.pending
         await self.audit(
@@ -133,9 +128,15 @@ class ApprovalGate:
             "approval_ignored",
             pending.tool if pending else None,
             None,
-            problem,
+            problem.reason,
             approver=decision.approver,
         )
+
+    def take(self, decision: ApprovalDecision, approved: bool) -> None:
+        """Take a decision the rule let through: it decides the pending request."""
+        assert self.pending is not None
+        self.used_request_ids.add(self.pending.request_id)
+        self.decision = (approved, decision)
 
     async def _prepared(self, request: ApprovalRequest, step: int, model: str) -> ApprovalRequest:
         """The request with its approvers resolved to user ids and the cost of finishing."""
@@ -160,13 +161,13 @@ class ApprovalGate:
             estimate_note=prepared.estimate_note,
         )
 
-    def _problem_with(self, decision: ApprovalDecision) -> str | None:
-        # The TTL timer ends the wait at expiry, so the rule needs no clock here.
+    def problem_with(self, decision: ApprovalDecision, now: datetime | None = None) -> DecisionProblem | None:
+        """Why `decision` does not count now, or None. Without `now`, the TTL timer alone ends
+        the request (it ends the wait at expiry)."""
         pending = None if self.decision is not None else self.pending
-        problem = decision_problem(
-            pending, decision.request_id, decision.action_id, decision.approver, None, self.used_request_ids
+        return decision_problem(
+            pending, decision.request_id, decision.action_id, decision.approver, now, self.used_request_ids
         )
-        return problem.reason if problem else None
 
     async def close(self, outcome: str) -> None:
         """A finished or cancelled task resolves its pending request as not approved."""
@@ -203,22 +204,32 @@ class ApprovalGate:
         outcome: str,
         approver: str | None = None,
     ) -> None:
+        event = self.audit_event(step, key, kind, tool, arguments, outcome, approver)
+        await workflow.execute_local_activity(ActivityName.RECORD_AUDIT, event, **LOCAL_OPTIONS)
+
+    def audit_event(
+        self,
+        step: int,
+        key: str,
+        kind: str,
+        tool: str | None,
+        arguments: dict[str, object] | None,
+        outcome: str,
+        approver: str | None = None,
+    ) -> AuditEvent:
+        """This task's audit row; pure, so a validator can build one for its caller to record."""
         agent = self.inp.agent
-        await workflow.execute_local_activity(
-            ActivityName.RECORD_AUDIT,
-            AuditEvent(
-                task_id=self.inp.task_id,
-                step=step,
-                key=f"{step}:{key}",
-                agent=agent.name,
-                workspace=agent.workspace,
-                channel=self.inp.context.channel,
-                kind=kind,
-                actor=self.inp.context.user,
-                tool=tool,
-                arguments=arguments,
-                outcome=outcome,
-                approver=approver,
-            ),
-            **LOCAL_OPTIONS,
+        return AuditEvent(
+            task_id=self.inp.task_id,
+            step=step,
+            key=f"{step}:{key}",
+            agent=agent.name,
+            workspace=agent.workspace,
+            channel=self.inp.context.channel,
+            kind=kind,
+            actor=self.inp.context.user,
+            tool=tool,
+            arguments=arguments,
+            outcome=outcome,
+            approver=approver,
         )

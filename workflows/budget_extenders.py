@@ -3,13 +3,13 @@
 The agent's approvers may be user groups and `@handles` (`spec.approvals.approvers`), so
 before a task waits for an extension it has them resolved to user ids by the same activity
 that resolves an approval request's approvers (`openloop.approval.prepare`, whose cost
-estimate is not used here). The `extend_budget` signal then counts when its sender is one of
-those ids, by the approval rule (`workflows.approval_rule.allowed_ids`). An extension sent
+estimate is not used here). An extension (the `openloop.task.decide` update, or the
+`extend_budget` signal) then counts when its sender is one of those ids, by the approval rule
+(`workflows.approval_rule.allowed_ids`). An extension sent
 before the task ever waited is checked against the listed approvers only.
 
 Workflow code: the membership is read by the activity and recorded in the history, so the
-check stays deterministic. Histories recorded before this resolved nothing
-(`workflow.patched`), and replay as they ran.
+check stays deterministic.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ with workflow.unsafe.imports_passed_through():
     from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
     from workflows.types import ActivityName, TaskInput
 
-EXTENDERS_RESOLVED = "budget-extenders-resolved"  # workflow.patched id
-
 
 class BudgetExtenders:
     def __init__(self, inp: TaskInput) -> None:
@@ -32,8 +30,6 @@ class BudgetExtenders:
 
     async def resolve(self, steps_so_far: int) -> None:
         """Before waiting for an extension: the approvers as the user ids they stand for now."""
-        if not workflow.patched(EXTENDERS_RESOLVED):
-            return
         spec = self.inp.agent.spec
         prepared: PrepareApprovalResult = await workflow.execute_activity(
             ActivityName.PREPARE_APPROVAL,

@@ -14,7 +14,6 @@ with workflow.unsafe.imports_passed_through():
 
 COMPACT_AT_SHARE = 0.6  # summarise the conversation when the prompt passes this share
 DEFAULT_CONTEXT_WINDOW = 128_000
-KEEP_MESSAGES_SENT_MID_CALL = "keep-messages-sent-mid-call"  # workflow.patched id
 
 
 class Conversation:
@@ -41,11 +40,7 @@ class Conversation:
 
     def stored(self, result: ModelCallResult, sent: int) -> None:
         """The call stored the `sent` pending messages and its answer; later ones still wait."""
-        # Tasks started before this dropped a thread reply that arrived during the call.
-        if workflow.patched(KEEP_MESSAGES_SENT_MID_CALL):
-            del self.pending[:sent]
-        else:
-            self.pending.clear()
+        del self.pending[:sent]
         self.upto = result.transcript_upto
 
     def needs_compaction(self, context_window: int | None) -> bool:

@@ -51,16 +51,15 @@ from workflows.task_tree import (
     clamped,
     cycle_refusal,
     depth_left,
+    depth_refusal,
     lineage,
     offered,
     teammate_input,
 )
+from workflows.tools import with_skills
 from workflows.usage_meter import UsageMeter
 
 MAX_PARALLEL = DEFAULT_MAX_PARALLEL  # unless the agent's spec.subagents.max_parallel says otherwise
-CHILD_WAITS = "child-approval-waits"  # workflow.patched id: a child tells its parent it waits
-TEAMMATE_AUDIT = "teammate-audit"  # workflow.patched id: both sides of a question are audited
-TEAMMATE_TREE = "teammate-tree-bounds"  # workflow.patched id: a teammate is bounded by the tree
 
 
 class Delegation:
@@ -76,36 +75,44 @@ class Delegation:
         self.waits: dict[str, ChildWait] = {}  # the children waiting for an approval now
         self.cancelled = False
 
-    def allowed(self) -> bool:
-        """Below the depth limit (a child carries what is left of it) and the tree's."""
-        return depth_left(self.inp)
+    def refusal(self, tool: str) -> ToolCallResult | None:
+        """Why `tool` may not start a child here, if it may not: past the depth limit (a child
+        carries what is left of it) or the tree's."""
+        if depth_left(self.inp):
+            return None
+        return ToolCallResult(
+            ok=False, output=f"Error (permission): {depth_refusal(self.inp, tool)}", error_kind="permission"
+        )
 
-    async def run(self, key: str, arguments: dict[str, object], share: int) -> ToolCallResult:
-        """Start one subagent with `1/share` of what the parent has left, and wait for it."""
-        profile, named = None, arguments.get("profile")
+    async def run(
+        self, key: str, task: str, named: str | None, tools: list[str] | None, share: int
+    ) -> ToolCallResult:
+        """Start one subagent with `1/share` of what the parent has left, and wait for it:
+        `task` is its request, `named` its profile, `tools` the parent's tools it may use."""
+        profile = None
         if named is not None:
-            profile = self.inp.agent.spec.subagents.profile(str(named))
+            profile = self.inp.agent.spec.subagents.profile(named)
             if profile is None:
                 known = ", ".join(self.inp.agent.spec.subagents.profile_names)
                 problem = f"Error (invalid): there is no subagent profile {named!r}; profiles: {known}"
                 return ToolCallResult(ok=False, output=problem, error_kind="invalid")
         usd, tokens = self._carve(share)
-        child = self._child_input(key, arguments, usd, tokens, profile)
+        child = self._child_input(key, task, tools, usd, tokens, profile)
         preset = f" (profile {named})" if named is not None else ""
         self.record.record(
             "tool", f"agent.delegate: started {child.task_id}{preset} with ${usd:.4f}, {tokens} tokens"
         )
-        summary = f"subagent of {self.inp.task_id}: {str(arguments.get('task', ''))[:120]}"
+        summary = f"subagent of {self.inp.task_id}: {task[:120]}"
         result = await self._child(child, "subagent", summary)
         self._charge(result.usage)
         text = result.reply.strip() or "(no answer)"
         outcome = f"Subagent {result.status.value} after {result.steps} step(s), ${result.usage.cost_usd:.4f}"
         return ToolCallResult(ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{text}")
 
-    async def ask_teammate(self, key: str, arguments: dict[str, object]) -> ToolCallResult:
+    async def ask_teammate(self, key: str, name: str, question: str) -> ToolCallResult:
         """A task of another agent of the team: its own config, tools, memory, budget and
         approvals; the caller hears only its answer."""
-        name = str(arguments.get("teammate", ""))
+        arguments: dict[str, object] = {"teammate": name, "question": question}  # as audited
         if name not in self.inp.agent.spec.team:
             team = ", ".join(self.inp.agent.spec.team) or "none"
             return ToolCallResult(
@@ -113,8 +120,7 @@ class Delegation:
                 output=f"Error (permission): {name!r} is not on your team ({team})",
                 error_kind="permission",
             )
-        bounded = workflow.patched(TEAMMATE_TREE)
-        refusal = cycle_refusal(self.inp, name) if bounded else None
+        refusal = cycle_refusal(self.inp, name)
         if refusal is not None:
             self.record.record("refused", f"agent.ask_teammate: {refusal}")
             return ToolCallResult(ok=False, output=f"Error (permission): {refusal}", error_kind="permission")
@@ -125,9 +131,9 @@ class Delegation:
             **LOCAL_OPTIONS,
         )
         task_id = f"{self.inp.task_id}-t{self.record.step}-{key}"
-        request = f"{self.inp.agent.name} asks: {arguments.get('question', '')}"
-        # Out of what this task has left, in this task's tree (before the patch: unbounded).
-        child = teammate_input(self.inp, found, task_id, request, self._carve(1) if bounded else None)
+        request = f"{self.inp.agent.name} asks: {question}"
+        # Out of what this task has left, in this task's tree.
+        child = teammate_input(self.inp, found, task_id, request, self._carve(1))
         ceiling = child.agent.spec
         self.record.record(
             "tool",
@@ -135,23 +141,20 @@ class Delegation:
             f"{ceiling.limits.token_limit} tokens",
         )
         summary = f"{name} asked by {self.inp.agent.name} ({self.inp.task_id})"
-        audited = workflow.patched(TEAMMATE_AUDIT)
-        if audited:  # in the teammate's audit: who asked it, before it answers
-            await self._audit(child, "teammate_asked", f"agent:{self.inp.agent.name}", arguments, "asked")
+        # In the teammate's audit: who asked it, before it answers.
+        await self._audit(child, "teammate_asked", f"agent:{self.inp.agent.name}", arguments, "asked")
         result = await self._child(child, f"teammate {name}", summary)
-        if bounded:
-            self._charge(result.usage)
-        if audited:  # in the caller's: whom it asked, and how that ended
-            await self._audit(
-                self.inp,
-                "teammate_answered",
-                self.inp.context.user,
-                arguments,
-                key=key,
-                outcome=f"{result.status.value.lower()}: {child.task_id}",
-            )
-        whose = "of your budget" if bounded else "of its own budget"
-        outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} {whose})"
+        self._charge(result.usage)
+        # In the caller's: whom it asked, and how that ended.
+        await self._audit(
+            self.inp,
+            "teammate_answered",
+            self.inp.context.user,
+            arguments,
+            key=key,
+            outcome=f"{result.status.value.lower()}: {child.task_id}",
+        )
+        outcome = f"{name} ({result.status.value}, ${result.usage.cost_usd:.4f} of your budget)"
         return ToolCallResult(
             ok=result.status.value == "SUCCESS", output=f"{outcome}:\n{result.reply.strip() or '(no answer)'}"
         )
@@ -206,7 +209,7 @@ class Delegation:
     async def tell_parent(self, tool: str) -> None:
         """In a child: tell the parent this task now waits for an approval of `tool` (or, with
         an empty `tool`, no longer does). A parent already gone is not an error."""
-        if self.inp.parent is None or not workflow.patched(CHILD_WAITS):
+        if self.inp.parent is None:
             return
         approvers = list(self.inp.agent.spec.approvals.approvers) if tool else []
         parent = workflow.get_external_workflow_handle(self.inp.parent)
@@ -258,20 +261,22 @@ class Delegation:
     def _child_input(
         self,
         key: str,
-        arguments: dict[str, object],
+        task: str,
+        asked: list[str] | None,
         usd: float,
         tokens: int,
         profile: SubagentProfile | None = None,
     ) -> TaskInput:
         """What the subagent starts with: the parent's tools narrowed by the profile and the
         call's `tools` (never widened), `agent.delegate` only while depth is left."""
-        asked = arguments.get("tools")
         given = self.tools.specs if self.tools is not None else (self.inp.tools or [])
         depth = clamped(self.inp.agent.spec.subagents.child(), len(self.inp.ancestors) + 1)
         parent_tools = offered(given, depth)
         if profile is not None:  # skill tools stay: the child keeps the parent's skills
-            parent_tools = [s for s in parent_tools if s.source == "skill" or allows_tool(profile, s.name)]
-        if isinstance(asked, list):
+            parent_tools = [
+                s for s in parent_tools if with_skills(s.name) or allows_tool(profile, s.name, s.reads_only)
+            ]
+        if asked is not None:
             parent_tools = [spec for spec in parent_tools if spec.name in asked]
         agent = carved_agent(self.inp.agent, usd, max(tokens, 1))
         spec = agent.spec.model_copy(update={"subagents": depth})
@@ -283,7 +288,7 @@ class Delegation:
             agent=agent,
             agent_version=self.inp.agent_version,
             context=self.inp.context,
-            request=str(arguments.get("task", "")),
+            request=task,
             task_kind=self.inp.task_kind,
             tools=parent_tools,
             skills=list(self.inp.skills),

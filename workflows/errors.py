@@ -12,7 +12,7 @@ from enum import StrEnum
 
 
 class ErrorType(StrEnum):
-    # Model provider errors (activities.llm.providers.classify_error).
+    # Model provider errors (activities.providers.classify_error).
     MODEL_AUTH_ERROR = "ModelAuthError"  # bad or missing key: not retried
     MODEL_BAD_REQUEST = "ModelBadRequest"  # the request itself is wrong: not retried
     MODEL_NOT_FOUND = "ModelNotFound"  # the model does not exist: not retried
@@ -24,6 +24,7 @@ class ErrorType(StrEnum):
     # Tools, surfaces and memory.
     TOOL_CONFIG_ERROR = "ToolConfigError"  # missing credential or unknown surface: not retried
     MEMORY_SCOPE_ERROR = "MemoryScopeError"  # a bad memory scope in the spec: not retried
+    SENSOR_ERROR = "SensorError"  # a poll sensor that cannot be found or loaded: not retried
 
     # Slack (activities.slack.client.activity_error).
     SLACK_RATE_LIMITED = "SlackRateLimited"  # retried after Slack's Retry-After

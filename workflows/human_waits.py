@@ -23,8 +23,6 @@ from workflows.conversation import Conversation
 from workflows.task_record import Cancellation, TaskRecord, TaskStop
 from workflows.usage_meter import UsageMeter
 
-SAY_WHAT_WAS_DONE = "say-what-was-done"  # workflow.patched id
-ASK_ONCE = "ask-once"  # workflow.patched id
 MAX_DONE_LINES = 10
 
 
@@ -54,9 +52,9 @@ class HumanWaits:
         streamed: list[str] = []
         if answer:
             streamed, self.streamed = self.streamed, []
-        if answer and self.asked and text.startswith(self.asked) and workflow.patched(ASK_ONCE):
+        if answer and self.asked and text.startswith(self.asked):
             text = text[len(self.asked) :].strip()  # an unanswered question is not asked again
-        if status == TaskStatus.CANCELLED and workflow.patched(SAY_WHAT_WAS_DONE):
+        if status == TaskStatus.CANCELLED:
             text = f"{text}\n\n{self.done_so_far()}"
         await workflow.execute_activity(
             ActivityName.POST_REPLY,

@@ -76,7 +76,6 @@ class LoopProgress:
     limits: Limits
     baseline: Baseline | None
     has_fixer: bool
-    count_tests: bool = False  # compare how many tests ran (loops started before did not)
     failing: list[str] | None = None
     metric: float | None = None
     last_failed: bool = False  # the last round's verify (or baseline) did not pass
@@ -118,7 +117,7 @@ class LoopProgress:
         now = set(failing) if failing is not None else None
         fixed = sorted(before - now) if before is not None and now is not None else []
         broken = sorted(now - before) if before is not None and now is not None else []
-        gone, fewer = self._count(results, now) if self.count_tests else ([], "")
+        gone, fewer = self._count(results, now)
         if fewer:
             fixed = []  # none of them was seen running and passing
         if abnormal:

@@ -13,10 +13,16 @@ from datetime import timedelta
 from typing import TypeVar
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.activity_options import (
+        ON_HOLDING_WORKER_RETRY,
+        WORKSPACE_ACQUIRE_RETRY,
+        WORKSPACE_CLONE_TIMEOUT,
+        WORKSPACE_COMMAND_GRACE,
+        WORKSPACE_DIFF_TIMEOUT,
+    )
     from workflows.errors import ErrorType
     from workflows.loop_types import (
         AcquireRequest,
@@ -31,15 +37,6 @@ with workflow.unsafe.imports_passed_through():
         WorkspaceHandle,
     )
 
-_CLONE_TIMEOUT = timedelta(minutes=15)
-_COMMAND_GRACE = timedelta(seconds=60)  # past the command's own timeout: the worker is stuck
-_DIFF_TIMEOUT = timedelta(minutes=5)
-_ACQUIRE_ATTEMPTS = 5
-_NOT_RETRIED = [
-    ErrorType.WORKSPACE_ERROR.value,
-    ErrorType.SANDBOX_UNAVAILABLE.value,
-    ErrorType.WORKSPACE_LOST.value,
-]
 _T = TypeVar("_T")
 
 
@@ -74,15 +71,15 @@ async def take(
         AcquireRequest(loop_id=owner_id, repo=repo, diff_sha=last_diff.sha256 if last_diff else None),
         result_type=WorkspaceHandle,
         task_queue=queue,
-        start_to_close_timeout=_CLONE_TIMEOUT,
+        start_to_close_timeout=WORKSPACE_CLONE_TIMEOUT,
         heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_s),
-        retry_policy=RetryPolicy(maximum_attempts=_ACQUIRE_ATTEMPTS, non_retryable_error_types=_NOT_RETRIED),
+        retry_policy=WORKSPACE_ACQUIRE_RETRY,
         summary="rebuild the workspace" if last_diff else "clone the workspace",
     )
 
 
 async def run_command(inp: LoopInput, request: CommandRequest) -> CommandResult:
-    run_limit = timedelta(seconds=inp.spec.limits.command_timeout_s) + _COMMAND_GRACE
+    run_limit = timedelta(seconds=inp.spec.limits.command_timeout_s) + WORKSPACE_COMMAND_GRACE
     summary = f"round {request.round}: {request.step}"
     return await on_workspace(
         inp.timeouts, request.workspace, LoopActivity.RUN_COMMAND, request, CommandResult, run_limit, summary
@@ -93,7 +90,13 @@ async def save_diff(inp: LoopInput, workspace: WorkspaceHandle, round_: int) -> 
     request = DiffRequest(loop_id=inp.loop_id, workspace=workspace, round=round_)
     summary = f"round {round_}: save diff"
     return await on_workspace(
-        inp.timeouts, workspace, LoopActivity.SAVE_DIFF, request, DiffSnapshot, _DIFF_TIMEOUT, summary
+        inp.timeouts,
+        workspace,
+        LoopActivity.SAVE_DIFF,
+        request,
+        DiffSnapshot,
+        WORKSPACE_DIFF_TIMEOUT,
+        summary,
     )
 
 
@@ -115,7 +118,7 @@ async def on_workspace(
             start_to_close_timeout=run_limit,
             schedule_to_start_timeout=timedelta(seconds=timeouts.pickup_s),
             heartbeat_timeout=timedelta(seconds=timeouts.heartbeat_s),
-            retry_policy=RetryPolicy(maximum_attempts=1),
+            retry_policy=ON_HOLDING_WORKER_RETRY,
             summary=summary,
         )
     except ActivityError as err:

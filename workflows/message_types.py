@@ -127,6 +127,45 @@ class BudgetExtension:
     iterations: int = 0
 
 
+# A person's decision on a task, and what the task made of it. Every surface sends one
+# through the `openloop.task.decide` update (`workflows.decisions`); the approve, deny and
+# extend_budget signals carry the same payloads and stay accepted.
+DECIDE_UPDATE = "openloop.task.decide"  # the update's name: permanent once released
+DECISION_REFUSED = "DecisionRefused"  # the error type of a decision the update's validator refuses
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Exactly one of: approve or deny the pending request, or extend the budget."""
+
+    approve: ApprovalDecision | None = None
+    deny: ApprovalDecision | None = None
+    extend: BudgetExtension | None = None
+
+    @property
+    def by(self) -> str:
+        """Who decided."""
+        if self.extend is not None:
+            return self.extend.by
+        answer = self.approve or self.deny
+        return answer.approver if answer is not None else ""
+
+
+@dataclass
+class DecisionVerdict:
+    """Whether a `Decision` counted; if not, why (the reason the audit records) and who may."""
+
+    counted: bool
+    reason: str = ""
+    # The rule's case (`workflows.approval_rule`: closed | mismatch | expired | not_approver),
+    # `invalid` for a malformed decision; a caller adds its own (`surfaces.decisions`).
+    problem: str = ""
+    approvers: list[str] = field(default_factory=list)  # as the agent lists them (groups too)
+    # A refusal's audit row: a refused decision never reaches the history, so the caller
+    # records it (`surfaces.decisions.decide`).
+    audit: AuditEvent | None = None
+
+
 @dataclass
 class StepRecord:
     step: int

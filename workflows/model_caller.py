@@ -7,13 +7,10 @@ and is asked again.
 
 What every call of a task shares (agent, routes, tools, caps, where folded tools act) is
 stored once per run (`save_task_constants`) and left out of each call's input, which keeps
-history per step small. Runs replayed from before that change stored nothing: their calls
-carry everything, as they did.
+history per step small.
 """
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -44,8 +41,6 @@ NO_STEPS_LEFT = (
 )
 WRAP_UP = "You are close to your step limit: wrap up and answer now."
 STEP, FINAL, SUMMARY = "step", "final", "summary"
-TASK_CONSTANTS = "task-constants"  # workflow.patched id
-STREAM_ANSWERS = "stream-answers"  # workflow.patched id
 
 
 class ModelCaller:
@@ -65,19 +60,16 @@ class ModelCaller:
         self.conversation = conversation
         self.tools = tools
         self.waits = waits
-        self.stored: TaskConstants | None = None  # what this run stored for its model calls
+        self.stored_tools: list[str] = []  # the tools this run stored: a call offering others names them
 
     async def save_task_constants(self) -> None:
-        """Store what every model call of this run shares, once, before the first call (each
-        run stores its own, so a task continued as new from before this change starts to)."""
-        if not workflow.patched(TASK_CONSTANTS):
-            return
+        """Store what every model call of this run shares, once, before the first call."""
         constants = self._constants()
         # Local: one quick write at the start, in the same workflow task as the recall.
         await workflow.execute_local_activity(
             SAVE_TASK_CONSTANTS, SaveTaskConstantsInput(self.inp.task_id, constants), **LOCAL_OPTIONS
         )
-        self.stored = constants
+        self.stored_tools = constants.tool_names
 
     def _constants(self) -> TaskConstants:
         policy = self.agent.spec.model_policy
@@ -172,45 +164,23 @@ class ModelCaller:
         await self.waits.budget_extension(hit)
         return await (self.ask_step() if purpose == STEP else self.ask_final())
 
-    def _input(self, purpose: str, tool_names: list[str], run_first: FoldedTools | None) -> ModelCallInput:
-        models = self.agent.spec.model_policy.models_for(
+    def _input(self, purpose: str, tool_names: list[str], fold: FoldedTools | None) -> ModelCallInput:
+        """Only what differs from the task's stored constants rides in the input: the tools,
+        when a call offers others than the run stored (none for a last answer; others once a
+        skill narrowed them or a workspace opened)."""
+        route = self.agent.spec.model_policy.models_for(
             "summarize_conversation" if purpose == SUMMARY else self.inp.task_kind
         )
-        call = {
-            "task_id": self.inp.task_id,
-            "step": self.record.step,
-            "cursor": self.conversation.cursor(),
-            "purpose": purpose,
-            "stream": self._stream_target(purpose),
-        }
-        stored = self.stored
-        if stored is None:  # a run from before the constants were stored: the input carries them
-            return ModelCallInput(
-                **call,
-                agent_name=self.agent.name,
-                workspace=self.agent.workspace,
-                channel=self.inp.context.channel,
-                surface=self.inp.context.surface,
-                models=models,
-                tool_names=tool_names,
-                budget=self.meter.grant(),
-                run_first=run_first,
-                context_window=self.agent.spec.model_policy.context_window,
-            )
-        # Only what differs from the stored constants rides in the input.
-        route = stored.summary_models if purpose == SUMMARY else stored.models
-        acts_as_stored = run_first is not None and (run_first.context, run_first.memory) == (
-            stored.context,
-            stored.memory,
-        )
         return ModelCallInput(
-            **call,
-            model=models[0] if models else None,
-            models=None if models == route else models,
-            tool_names=None if tool_names == stored.tool_names else tool_names,
-            budget=replace(self.meter.grant(), on_exceeded=None, monthly_usd=None, channel_monthly_usd=None),
-            run_first=run_first if run_first is not None and not acts_as_stored else None,
-            fold=run_first.calls if run_first is not None and acts_as_stored else None,
+            task_id=self.inp.task_id,
+            step=self.record.step,
+            cursor=self.conversation.cursor(),
+            purpose=purpose,
+            stream=self._stream_target(purpose),
+            model=route[0] if route else None,
+            tool_names=None if tool_names == self.stored_tools else tool_names,
+            budget=self.meter.grant(),
+            fold=fold.calls if fold else None,
         )
 
     def _stream_target(self, purpose: str) -> StreamTarget | None:
@@ -219,13 +189,13 @@ class ModelCaller:
         context = self.inp.context
         if purpose == SUMMARY or self.inp.parent is not None or context.surface != "slack":
             return None
-        if context.thread is None or not workflow.patched(STREAM_ANSWERS):
+        if context.thread is None:  # nothing to stream into
             return None
         return StreamTarget(context.channel, context.thread, context.user)
 
     async def _execute(self, purpose: str, tool_names: list[str]) -> ModelCallResult:
-        run_first = self.tools.folded_input()
-        inp = self._input(purpose, tool_names, run_first)
+        folded = self.tools.folded_input()  # they run inside this call, before it asks
+        inp = self._input(purpose, tool_names, folded)
         cursor = inp.cursor
         try:
             result: ModelCallResult = await workflow.execute_activity(
@@ -236,6 +206,6 @@ class ModelCaller:
         self.conversation.stored(result, len(cursor.new_messages))
         if result.streamed_ts:
             self.waits.streamed.append(result.streamed_ts)
-        if run_first:
-            self.tools.folded_ran(run_first, result.tool_results)
+        if folded:
+            self.tools.folded_ran(folded, result.tool_results)
         return result

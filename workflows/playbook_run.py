@@ -17,15 +17,15 @@ so a redelivered event never starts a second run. Workflow code: deterministic, 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.common import SearchAttributeKey
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import search
+    from workflows.activity_options import STORE_OPTIONS
     from workflows.playbook_calls import (
         CRON_EVENT,
         MAX_EMIT_DEPTH,
@@ -49,17 +49,10 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.playbook_step import StepRunner, why
 
-# Rows in Postgres and starts on Temporal: retried through an outage of about an hour and a half.
-_STORE: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1), maximum_attempts=100),
-}
+_STORE = STORE_OPTIONS
 _DONE = (StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.SKIPPED)
 # Set by Temporal on every run a Schedule starts: the time it was due.
 SCHEDULED_START = SearchAttributeKey.for_datetime("TemporalScheduledStartTime")
-# workflow.patched id: a ready step waits for a free slot once MAX_PARALLEL_STEPS child tasks
-# are going. Asked only at the limit, so a run that never reached it replays without a marker.
-BOUNDED_PARALLEL_STEPS = "bounded-parallel-steps"
 
 
 def run_key_of(inp: PlaybookRunInput) -> str:
@@ -132,7 +125,7 @@ class PlaybookRunWorkflow:
             state.status = StepStatus.SKIPPED
             state.reason = f"upstream step {upstream.name} {upstream.status.value.lower()}"
             return
-        if self._running >= MAX_PARALLEL_STEPS and workflow.patched(BOUNDED_PARALLEL_STEPS):
+        if self._running >= MAX_PARALLEL_STEPS:  # a ready step waits for a free slot
             state.reason = f"waiting for a free slot: a run has at most {MAX_PARALLEL_STEPS} steps going"
             while self._running >= MAX_PARALLEL_STEPS:  # every waiter wakes; the first takes the slot
                 await workflow.wait_condition(lambda: self._running < MAX_PARALLEL_STEPS)

@@ -9,12 +9,10 @@ so a retried poll never starts a run twice. Workflow code: deterministic, no I/O
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
+    from workflows.activity_options import SENSOR_POLL_RETRY, SENSOR_POLL_TIMEOUT
     from workflows.playbook_calls import Published, SensorPoll
 
 from workflows.playbook_run import SCHEDULED_START
@@ -35,8 +33,7 @@ class PlaybookSensorPollWorkflow:
             poll,
             result_type=Published,
             summary=f"poll {inp.ref}",
-            start_to_close_timeout=timedelta(minutes=5),
-            # A sensor that keeps failing waits for its next firing rather than piling up.
-            retry_policy=RetryPolicy(maximum_attempts=3, non_retryable_error_types=["SensorError"]),
+            start_to_close_timeout=SENSOR_POLL_TIMEOUT,
+            retry_policy=SENSOR_POLL_RETRY,
         )
         return published

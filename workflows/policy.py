@@ -48,8 +48,8 @@ def check_tool_call(
             return ToolCheck(
                 False, definition, {}, f"tool {name!r} is not enabled for this agent", "not_allowed"
             )
-    elif definition.source != "native":
-        pass  # a skill tool: in the task's specs only when the task has skills
+    elif not definition.native:
+        pass  # the workflow's own: in the task's specs only as granted (or with its skills)
     elif granted is None:
         return ToolCheck(False, definition, {}, f"tool {name!r} is not enabled for this agent", "not_allowed")
     elif definition.permission not in granted.permissions:

@@ -11,11 +11,8 @@ and the round runs again. Judging rounds is `workflows.loop_progress`; the comma
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
-from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 from workflows import loop_workspace
@@ -24,7 +21,7 @@ from workflows.loop_progress import LoopProgress
 from workflows.loop_workspace import WorkspaceLost, why
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.activity_options import SURFACE_OPTIONS
+    from workflows.activity_options import STORE_OPTIONS, SURFACE_OPTIONS
     from workflows.loop_types import (
         LOOP_WORKFLOW_NAME,
         CommandRequest,
@@ -42,15 +39,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows.message_types import PostReplyInput
     from workflows.task_basics import ActivityName, SurfaceContext, TaskStatus
 
-# Rows in Postgres: retried through an outage of up to about an hour and a half.
-_STORE: dict[str, Any] = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1), maximum_attempts=100),
-}
+_STORE = STORE_OPTIONS
 _LAST_ERROR_CHARS = 2000
-# workflow.patched id: a round that runs fewer tests than before is not a pass (loops started
-# before the check replay without it).
-TESTS_GONE = "loop-tests-gone"
 # A surface shows a task's status (reactions, progress); a loop's end maps onto the nearest.
 _AS_TASK_STATUS = {
     LoopStatus.SUCCESS: TaskStatus.SUCCESS,
@@ -134,7 +124,6 @@ class RepairLoopWorkflow:
             spec.limits,
             spec.baseline,
             has_fixer=Step.FIX in spec.commands or Step.IMPROVE in spec.commands,
-            count_tests=workflow.patched(TESTS_GONE),
         )
         self._fixer = AgentFixer(inp) if spec.fixer_agent else None
         workspace = await self._acquire(inp)

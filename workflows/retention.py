@@ -8,21 +8,14 @@ imports no activity code; the database's clock decides what has expired.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.activity_options import PURGE_HEARTBEAT_TIMEOUT, PURGE_RETRY, PURGE_TIMEOUT
 
 RETENTION_WORKFLOW_NAME = "openloop.MemoryRetention"
 PURGE_EXPIRED_MEMORIES = "openloop.memory.purge_expired"
-PURGE_TIMEOUT = timedelta(minutes=10)
-PURGE_HEARTBEAT_TIMEOUT = timedelta(minutes=2)
-PURGE_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=5),
-    backoff_coefficient=2.0,
-    maximum_interval=timedelta(minutes=5),
-    maximum_attempts=5,
-)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The constants of a task: what every model call of it shares, stored once per run (a local
-activity at the run's start, behind `workflow.patched`) and read by the model activity, so
-none of it is repeated in each call's history."""
+activity at the run's start) and read by the model activity, so none of it is repeated in
+each call's history."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ SAVE_TASK_CONSTANTS = "openloop.model.save_task_constants"
 @dataclass
 class TaskConstants:
     """What every model call of a task shares. The workflow stores it once per run (a local
-    activity at the run's start, `SAVE_TASK_CONSTANTS`, behind `workflow.patched`) and the
-    model activity reads it in the round trip it already makes, so none of it is repeated in
-    each call's history. Per-call values (headroom, max_tokens, the cursor) stay in the input."""
+    activity at the run's start, `SAVE_TASK_CONSTANTS`) and the model activity reads it in the
+    round trip it already makes, so none of it is repeated in each call's history. Per-call
+    values (headroom, max_tokens, the cursor) stay in the input."""
 
     agent_name: str
     workspace: str

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from config.agent import AgentConfig
 from config.subagents import TREE_DEPTH, SubagentsSpec
-from workflows.delegate_tool import ASK_TEAMMATE, DELEGATE, TeammateStart
+from workflows.delegate_tool import TeammateStart
 from workflows.policy import ToolCheck
 from workflows.tool_catalog import ToolSpec
+from workflows.tools import starts_task
 from workflows.types import TaskInput
 
 __all__ = [
@@ -36,8 +37,6 @@ __all__ = [
     "past_depth",
     "teammate_input",
 ]
-
-_ASKING_SOURCES = ("delegate", "teammate")  # the tools that start a child task
 
 
 def lineage(inp: TaskInput) -> list[str]:
@@ -82,13 +81,13 @@ def offered(tools: list[ToolSpec], subagents: SubagentsSpec) -> list[ToolSpec]:
     """A child at the depth limit is not offered the tools that would start another."""
     if subagents.max_depth >= 1:
         return tools
-    return [spec for spec in tools if spec.source not in _ASKING_SOURCES]
+    return [spec for spec in tools if not starts_task(spec.name)]
 
 
 def past_depth(check: ToolCheck, inp: TaskInput, tool: str, had: list[str]) -> ToolCheck:
     """A call to a tool that starts a child, which the task's agent has but this task was not
     given because of its depth: the depth refusal, not "unknown tool"."""
-    asks = tool in (DELEGATE.name, ASK_TEAMMATE.name) and tool in had
+    asks = starts_task(tool) and tool in had
     if check.kind != "unknown" or not asks or depth_left(inp):
         return check
     return ToolCheck(False, None, check.arguments, depth_refusal(inp, tool), "not_allowed")
@@ -103,28 +102,23 @@ def carved_agent(agent: AgentConfig, usd: float, tokens: int) -> AgentConfig:
 
 
 def teammate_input(
-    inp: TaskInput, found: TeammateStart, task_id: str, request: str, left: tuple[float, int] | None
+    inp: TaskInput, found: TeammateStart, task_id: str, request: str, left: tuple[float, int]
 ) -> TaskInput:
     """A teammate's task below `inp`: its own agent with its ceiling lowered to what the asker
-    has `left` (dollars, tokens), its depth clamped to the tree's. Without `left`, as a
-    teammate started before the tree bounded it: its own full budget and depth."""
-    child = TaskInput(
-        task_id=task_id,
-        agent=found.agent,
-        agent_version=found.version,
-        context=inp.context,
-        request=request,
-        tools=found.tools,
-        skills=found.skills,
-        parent=inp.task_id,
-    )
-    if left is None:
-        return child
+    has `left` (dollars, tokens), its depth clamped to the tree's."""
     own, (usd, tokens) = found.agent, left
     agent = carved_agent(
         own, min(usd, own.spec.budget.per_task_usd), max(1, min(tokens, own.spec.limits.token_limit))
     )
     subagents = clamped(agent.spec.subagents, len(inp.ancestors) + 1)
-    child.agent = agent.model_copy(update={"spec": agent.spec.model_copy(update={"subagents": subagents})})
-    child.tools, child.ancestors = offered(found.tools, subagents), lineage(inp)
-    return child
+    return TaskInput(
+        task_id=task_id,
+        agent=agent.model_copy(update={"spec": agent.spec.model_copy(update={"subagents": subagents})}),
+        agent_version=found.version,
+        context=inp.context,
+        request=request,
+        tools=offered(found.tools, subagents),
+        skills=found.skills,
+        parent=inp.task_id,
+        ancestors=lineage(inp),
+    )

@@ -28,9 +28,7 @@ with workflow.unsafe.imports_passed_through():
         WorkspaceState,
     )
     from workflows.loop_types import RepoSource, WorkerTimeouts
-    from workflows.tool_catalog import ToolRuns, ToolSpec
     from workflows.types import MemoryScopeRef, TaskInput, TaskStatus, ToolCallInput, ToolCallResult
-    from workflows.workspace_tool_specs import PULL_REQUEST_SOURCE, WORKSPACE_SOURCE
 
 from workflows import loop_workspace
 from workflows.loop_workspace import WorkspaceLost, why
@@ -60,22 +58,13 @@ class TaskWorkspace:
         self.rebuilds = 0
         self.calls = 0  # the task's own calls (tests before/after, diffs), for their keys
 
-    def offers(self, spec: ToolSpec) -> bool:
-        """Whether the model is offered a tool now: the code tools only while a workspace is
-        open; opening one only while none is."""
-        if spec.source == WORKSPACE_SOURCE:
-            return self.state is None
-        if spec.source == PULL_REQUEST_SOURCE:
-            return self.state is not None and not self.state.lent
-        return spec.runs != ToolRuns.WORKSPACE or self.state is not None
-
     # Opening -------------------------------------------------------------------------------
 
-    async def open(self, call: ToolCallInput) -> ToolCallResult:
+    async def open(self, github: str, base: str) -> ToolCallResult:
         """`code.open_workspace`: clone a bound repository (the tool runner checked the binding)."""
         if self.state is not None:
             return _failed(f"a workspace of {self._repo_name()} is already open; use the code.* tools")
-        repo = RepoSource(github=str(call.arguments["repo"]), base=str(call.arguments.get("base") or "main"))
+        repo = RepoSource(github=github, base=base)
         setup = self.inp.agent.spec.coding.setup(repo)
         try:
             handle = await loop_workspace.take(

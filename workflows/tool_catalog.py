@@ -2,10 +2,11 @@
 
 Every tool an agent can call — native, MCP, skill, delegation, coding — is a `ToolSpec`:
 name, description, canonical JSON schema with its sha256, permission, reads or writes,
-where it runs, and which of the agent's bindings limit its writes. Specs are plain data:
+who runs it, and which of the agent's bindings limit its writes. Specs are plain data:
 a task is started with the specs of its agent's tools and keeps them in its input, so its
 tool list never changes under it; the workflow checks calls against them without I/O.
-Native tools are declared (arguments model, metadata, handler) in `activities/tools/`.
+Tools are declared once each (arguments model, metadata, handler): native ones in
+`activities/tools/`, the ones the workflow runs itself in `workflows/tools/`.
 """
 
 from __future__ import annotations
@@ -19,14 +20,31 @@ from typing import Any
 
 
 class ToolRuns(StrEnum):
-    """Where a tool's call runs."""
+    """Who runs a tool's call, and where: what the tool dispatch routes on
+    (`workflows.tool_dispatch`, the one place that reads it)."""
 
-    # Fast calls to our own database: a local activity, no server round trip; a local one
-    # that only reads runs inside the next model call when it needs no approval.
+    # Native tools, in the tool activity. Fast calls to our own database: a local activity,
+    # no server round trip; a local one that only reads runs inside the next model call
+    # when it needs no approval.
     LOCAL = "local"
     REMOTE = "remote"  # calls to outside services, which can be slow or rate limited
     WORKSPACE = "workspace"  # on the worker that holds the task's workspace
-    CHILD = "child"  # a child workflow (a subagent)
+    MCP = "mcp"  # an MCP server's tool, through the gateway activity
+    WORKFLOW = "workflow"  # the workflow itself: the handler declared with the tool
+
+    @classmethod
+    def _missing_(cls, value: object) -> ToolRuns | None:
+        # Release 0.1.0 recorded the tools that start a child workflow as `child`; the
+        # workflow runs them itself (histories and inputs of running tasks still say so).
+        return cls.WORKFLOW if value == "child" else None
+
+
+# Release 0.1.0 named who runs a tool in `source` (specs in histories, running tasks'
+# inputs and stored MCP listings); read as `runs` says it today.
+_WORKFLOW_SOURCES_0_1 = frozenset({"delegate", "teammate", "skill", "workspace", "pull_request"})
+_MCP_SOURCE = "mcp:"
+# The permission scopes that only let a tool look (`issues:read`, `channels:history`).
+READ_SCOPES = ("read", "history")
 
 
 class WriteBound(StrEnum):
@@ -75,22 +93,33 @@ class ToolSpec:
     # The argument naming where a write lands, and the binding that must contain it.
     bound_argument: str | None = None
     bound_by: WriteBound | None = None
-    source: str = "native"  # native | mcp:SERVER | skill | ...
+    source: str = "native"  # where it is declared: native | mcp:SERVER | workflow
     sha256: str = ""  # of the canonical schema; filled in when empty
     always_gated: bool = False  # waits for a person whatever approvals.require_for says
 
     def __post_init__(self) -> None:
         if not self.sha256:
             object.__setattr__(self, "sha256", schema_sha256(self.parameters))
+        if self.source in _WORKFLOW_SOURCES_0_1:
+            object.__setattr__(self, "runs", ToolRuns.WORKFLOW)
+        elif self.source.startswith(_MCP_SOURCE) and self.runs == ToolRuns.REMOTE:
+            object.__setattr__(self, "runs", ToolRuns.MCP)
 
     @property
-    def local(self) -> bool:
-        return self.runs == ToolRuns.LOCAL
+    def native(self) -> bool:
+        """Declared in `activities/tools/` and run by the tool activity."""
+        return self.runs in (ToolRuns.LOCAL, ToolRuns.REMOTE, ToolRuns.WORKSPACE)
+
+    @property
+    def reads_only(self) -> bool:
+        """Changes nothing, not even the task's own workspace: it writes nothing and needs
+        only a permission to look. What a subagent profile's `reading` entry offers."""
+        return not self.writes and self.permission.rpartition(":")[2] in READ_SCOPES
 
     @property
     def mcp_server(self) -> str | None:
         """The MCP server this tool comes from (`mcp:linear` -> linear), if any."""
-        return self.source.removeprefix("mcp:") if self.source.startswith("mcp:") else None
+        return self.source.removeprefix(_MCP_SOURCE) if self.source.startswith(_MCP_SOURCE) else None
 
     @property
     def model_name(self) -> str:
@@ -138,10 +167,10 @@ class ToolSet:
     def names(self) -> list[str]:
         return [spec.name for spec in self.specs]
 
-    def narrow(self, allowed: Collection[str], keep_sources: Collection[str]) -> list[str]:
-        """Keep only the tools `allowed` names (and those of `keep_sources`): never adds one.
+    def narrow(self, allowed: Collection[str], keep: Collection[str]) -> list[str]:
+        """Keep only the tools `allowed` names (and those `keep` names): never adds one.
         Returns the names taken away."""
-        removed = [s.name for s in self.specs if s.name not in allowed and s.source not in keep_sources]
+        removed = [s.name for s in self.specs if s.name not in allowed and s.name not in keep]
         self.specs = [spec for spec in self.specs if spec.name not in removed]
         self._by_name = {spec.name: spec for spec in self.specs}
         return removed

@@ -2,9 +2,10 @@
 
 Workflow code: deterministic, no I/O. Every check reads the `ToolSpec`s the task started
 with. A refused call is audited and explained to the model; a gated call waits for an
-approval bound to its exact arguments. A step whose calls are all valid, allowed,
-read-only local tools needing no approval is folded: the calls run inside the next model
-call, saving each its own round trip.
+approval bound to its exact arguments; an allowed one goes to the dispatch
+(`workflows.tool_dispatch`), which knows who runs it. A step whose calls are all valid,
+allowed, read-only local tools needing no approval is folded: the calls run inside the next
+model call, saving each its own round trip.
 """
 
 from __future__ import annotations
@@ -16,18 +17,12 @@ from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from workflows import policy
-    from workflows.activity_options import (
-        LOCAL_TOOL_OPTIONS,
-        TOOL_OPTIONS,
-    )
-    from workflows.delegate_tool import DELEGATE
-    from workflows.tool_catalog import ToolRuns, ToolSet, catalog_tool_name, model_tool_name
+    from workflows.tool_catalog import catalog_tool_name, model_tool_name
     from workflows.types import (
-        ActivityName,
         ApprovalRecord,
+        CarriedState,
         FoldedToolCall,
         FoldedTools,
-        TaskInput,
         TaskStatus,
         ToolCall,
         ToolCallInput,
@@ -36,47 +31,38 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.approvals import ApprovalGate, GateDecision
 from workflows.conversation import Conversation
-from workflows.delegation import Delegation
-from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
+from workflows.task_record import Cancellation, TaskStop, failure_reason
 from workflows.task_tree import past_depth
-from workflows.task_workspace import TaskWorkspace
-from workflows.usage_meter import UsageMeter
-from workflows.workflow_tools import WorkflowTools
-
-# workflow.patched ids: tasks started before each change replay without it.
-AUDIT_INVALID_TOOL_CALLS = "audit-invalid-tool-calls"
-FOLD_LOCAL_TOOLS = "fold-local-tools"
-BOUND_WRITES = "bound-writes"  # writes only to the agent's own channels and repositories
-CALL_KEYS = "call-keys-from-position"  # keys from step, position and arguments, not call ids
+from workflows.tool_dispatch import ToolDispatch
+from workflows.workflow_tool import TaskParts
 
 
 class ToolRunner:
     def __init__(
         self,
-        inp: TaskInput,
-        tools: ToolSet,
-        record: TaskRecord,
-        meter: UsageMeter,
+        task: TaskParts,
+        dispatch: ToolDispatch,
         conversation: Conversation,
         gate: ApprovalGate,
         cancellation: Cancellation,
-        signatures: list[str],
-        folded: list[FoldedToolCall],
-        workspace: TaskWorkspace,
+        carried: CarriedState,
     ) -> None:
-        self.inp = inp
-        self.agent = inp.agent
-        self.tools = tools
-        self.record = record
-        self.meter = meter
+        self.inp = task.inp
+        self.agent = task.inp.agent
+        self.tools = task.tools
+        self.record = task.record
+        self.meter = task.meter
+        self.delegation = task.delegation
+        self.workspace = task.workspace
+        self.memory = task.workspace.memory
+        self.dispatch = dispatch
         self.conversation = conversation
         self.gate = gate
         self.cancellation = cancellation
-        self.signatures = signatures  # of each call's tool, arguments and result
-        self.folded = folded  # calls waiting to run inside the next model call
-        self.memory = workspace.memory
-        self.workspace = workspace
-        self.dispatch = WorkflowTools(inp, tools, record, Delegation(inp, record, meter, tools), workspace)
+        # Of each call's tool, arguments and result; and the calls waiting to run inside the
+        # next model call: both carried over from the task's previous run.
+        self.signatures: list[str] = list(carried.progress_signatures)
+        self.folded: list[FoldedToolCall] = list(carried.folded_tools)
 
     @property
     def names(self) -> list[str]:
@@ -86,13 +72,9 @@ class ToolRunner:
         native = [
             grant.name
             for grant in self.agent.spec.tools
-            if (spec := self.tools.get(grant.name)) is not None
-            and spec.source == "native"
-            and self.workspace.offers(spec)
+            if (spec := self.tools.get(grant.name)) is not None and spec.native and self.dispatch.offers(spec)
         ]
-        others = [
-            spec.name for spec in self.tools.specs if spec.source != "native" and self.workspace.offers(spec)
-        ]
+        others = [spec.name for spec in self.tools.specs if not spec.native and self.dispatch.offers(spec)]
         return native + others
 
     async def handle_all(self, calls: list[ToolCall]) -> list[str]:
@@ -100,7 +82,7 @@ class ToolRunner:
         a few at a time, sharing what the budget has left; anything else runs in turn."""
         names = [catalog_tool_name(call.name) for call in calls]
         parallel = len(calls) > 1 and all(
-            name == DELEGATE.name and not policy.needs_approval(self.agent, name) for name in names
+            self.dispatch.in_parallel(name) and not policy.needs_approval(self.agent, name) for name in names
         )
         if not parallel:
             return [await self.handle(call, position) for position, call in enumerate(calls)]
@@ -118,19 +100,16 @@ class ToolRunner:
         """Validate, authorise, maybe wait for approval, run. Returns ok|invalid|refused|denied|failed."""
         name = catalog_tool_name(call.name)
         check = policy.check_tool_call(self.agent, self.tools.get(name), name, call.arguments)
-        had = [grant.name for grant in self.agent.spec.tools] + [spec.name for spec in self.inp.tools or []]
+        had = [grant.name for grant in self.agent.spec.tools] + [spec.name for spec in self.inp.tools]
         check = past_depth(check, self.inp, name, had)
         check = policy.taken_by_skill(check, name, had, self.inp.skills, self.names)
         key = self._key(call, position, name, check.arguments)
-        if check.allowed and workflow.patched(BOUND_WRITES):
+        if check.allowed:  # writes only to the agent's own channels and repositories
             check = policy.check_write_target(self.agent, check, self.inp.context)
         if not check.allowed:
             self._tell_model(call, f"Error: {check.problem}")
             self.record.record("refused", f"{name}: {check.problem}")
-            if check.kind != "invalid" or workflow.patched(AUDIT_INVALID_TOOL_CALLS):
-                await self.gate.audit(
-                    self.record.step, key, "tool_refused", name, check.arguments, check.problem
-                )
+            await self.gate.audit(self.record.step, key, "tool_refused", name, check.arguments, check.problem)
             return "invalid" if check.kind == "invalid" else "refused"
         spec = check.definition
         if spec is not None and spec.always_gated:
@@ -166,16 +145,15 @@ class ToolRunner:
         raise TaskStop(TaskStatus.ERROR, f"the workspace kept changing while {name} waited for approval")
 
     def _key(self, call: ToolCall, position: int, name: str, arguments: dict[str, object]) -> str:
-        """What names this call in idempotency keys, audit rows and approval requests."""
-        if workflow.patched(CALL_KEYS):
-            return policy.call_key(position, name, arguments or call.arguments)
-        return call.id
+        """What names this call in idempotency keys, audit rows and approval requests: its
+        position, tool and arguments, never the provider's call id."""
+        return policy.call_key(position, name, arguments or call.arguments)
 
     async def _approval(self, key: str, name: str, arguments: dict[str, object]) -> GateDecision:
         """Wait for a decision: approved (with its record) or denied and the task goes on."""
         self.record.set_status(TaskStatus.WAITING_APPROVAL)
         self.record.last_action = f"waiting for approval of {name}"
-        await self.dispatch.delegation.tell_parent(name)  # a subagent's parent shows the wait
+        await self.delegation.tell_parent(name)  # a subagent's parent shows the wait
         waited_from = workflow.now()
         # The card names the model that asked for this call, not the policy's first choice.
         model = self.record.last_model or self.agent.spec.model_policy.models_for(self.inp.task_kind)[0]
@@ -183,7 +161,7 @@ class ToolRunner:
             self.record.step, key, name, arguments, model, cancelled=lambda: self.cancellation.requested
         )
         self.meter.waited((workflow.now() - waited_from).total_seconds())
-        await self.dispatch.delegation.tell_parent("")
+        await self.delegation.tell_parent("")
         self.record.set_status(TaskStatus.RUNNING)
         self.cancellation.check()
         if decision.outcome == "expired":
@@ -212,21 +190,8 @@ class ToolRunner:
         tool_input = ToolCallInput.for_call(
             self.inp.task_id, self.record.step, key, name, arguments, self.inp.context, self.memory, approval
         )
-        spec = self.tools.get(name)
-        result: ToolCallResult
         try:
-            if spec is not None and spec.source != "native":
-                result = await self.dispatch.run(spec, tool_input, key, share)
-            elif spec is not None and spec.runs == ToolRuns.WORKSPACE:
-                result = await self.workspace.run_tool(tool_input)
-            elif spec is not None and spec.local:
-                result = await workflow.execute_local_activity(
-                    ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **LOCAL_TOOL_OPTIONS
-                )
-            else:
-                result = await workflow.execute_activity(
-                    ActivityName.RUN_TOOL, tool_input, result_type=ToolCallResult, **TOOL_OPTIONS
-                )
+            result = await self.dispatch.run(self.tools.get(name), tool_input, key, share)
         except ActivityError as err:
             result = ToolCallResult(ok=False, output=f"Error: {failure_reason(err)}", error_kind="failed")
         self._tell_model(call, result.output, result.output_ref)
@@ -268,8 +233,7 @@ class ToolRunner:
             spec = self.tools.get(name)
             if (
                 spec is None
-                or spec.source != "native"  # folded calls run through the native dispatch
-                or not spec.local
+                or not self.dispatch.folds(spec)
                 or spec.writes
                 or policy.needs_approval(self.agent, name)
             ):
@@ -278,9 +242,6 @@ class ToolRunner:
             if not check.allowed:
                 return False
             folded.append((position, call, name, check.arguments))
-        # Tasks started before folding replay their local tool activities.
-        if not workflow.patched(FOLD_LOCAL_TOOLS):
-            return False
         queued = [
             FoldedToolCall(self.record.step, self._key(call, position, name, arguments), name, arguments)
             for position, call, name, arguments in folded

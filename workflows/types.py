@@ -15,11 +15,15 @@ from config.agent import AgentConfig
 from workflows.code_types import WorkspaceState
 from workflows.loop_types import LOOP_TASK_QUEUE
 from workflows.message_types import (
+    DECIDE_UPDATE,
+    DECISION_REFUSED,
     ApprovalDecision,
     ApprovalRequest,
     AuditEvent,
     BudgetExtension,
     CancelRequest,
+    Decision,
+    DecisionVerdict,
     Explanation,
     PostApprovalRequestInput,
     PostApprovalRequestResult,
@@ -63,6 +67,10 @@ __all__ = [
     "CancelRequest",
     "CarriedState",
     "ChatMessage",
+    "DECIDE_UPDATE",
+    "DECISION_REFUSED",
+    "Decision",
+    "DecisionVerdict",
     "Explanation",
     "FoldedToolCall",
     "FoldedTools",
@@ -139,9 +147,9 @@ class TaskInput:
     carried: CarriedState | None = None
     max_steps_per_run: int = 200
     follow_up_seconds: float = 3600.0  # after a question, how long the task waits for an answer
-    # The specs of the agent's tools, fixed when the task starts (None: started before specs
-    # rode in the input; such a task keeps `workflows.tool_catalog_v1`).
-    tools: list[ToolSpec] | None = None
+    # The specs of the agent's tools, fixed when the task starts: a surface takes them from
+    # the catalog (`activities.tools.catalog.specs_for`), a child from its parent.
+    tools: list[ToolSpec] = field(default_factory=list)
     skills: list[SkillRef] = field(default_factory=list)  # the versions it keeps, named in the prompt
     parent: str | None = None  # a subagent's parent task: it answers the parent, not the surface
     # A workspace the task starts with (a repair loop's, lent to its fixer); others open one

@@ -36,14 +36,10 @@ class UsageMeter:
         return budget.should_wrap_up(self.ceilings, self.usage)
 
     def grant(self) -> BudgetGrant:
-        spend = self.agent.spec.budget
         return BudgetGrant(
             max_tokens=budget.clamp_max_tokens(self.ceilings, self.usage),
             usd_headroom=budget.usd_headroom(self.ceilings, self.usage),
             token_headroom=budget.token_headroom(self.ceilings, self.usage),
-            on_exceeded=spend.on_exceeded,
-            monthly_usd=spend.monthly_usd,
-            channel_monthly_usd=spend.per_channel_monthly_usd,
         )
 
     def charge(self, usage: ModelUsage, *, iteration: bool) -> None:

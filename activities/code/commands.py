@@ -27,7 +27,7 @@ from activities.loops.sandbox import Progress, RunOutcome, SandboxRun, SandboxUn
 from activities.loops.workspace import git_dir
 from activities.runtime import Runtime
 from activities.store import loops as loop_rows
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError
 from workflows.errors import ErrorType
 from workflows.loop_template import step_environment
 from workflows.types import ToolCallInput

@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError, ToolErrorKind
 from workflows.code_types import CodeSetup, TestRun
 from workflows.loop_types import WorkspaceHandle
 
@@ -36,7 +36,7 @@ def current_workspace() -> CodeWorkspace:
     workspace = _CURRENT.get()
     if workspace is None:
         raise ToolError(
-            "failed",
+            ToolErrorKind.FAILED,
             "coding tools run only in a task that has a workspace (an agent with spec.coding "
             "set, on a loop worker); this task has none",
         )

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from activities.code.paths import relative_name, resolve_path
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError, ToolErrorKind
 
 MAX_LISTED = 500
 MAX_READ_LINES = 400
@@ -60,7 +60,9 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
     try:
         return re.compile(out)
     except re.error as exc:
-        raise ToolError("invalid", f"{pattern!r} is not a glob this tool understands: {exc}") from None
+        raise ToolError(
+            ToolErrorKind.INVALID, f"{pattern!r} is not a glob this tool understands: {exc}"
+        ) from None
 
 
 def _walk(root: Path) -> Iterator[tuple[str, Path]]:
@@ -96,12 +98,16 @@ def _text_file(root: Path, given: str) -> Path:
     path = resolve_path(root, given)
     if path.is_dir():
         raise ToolError(
-            "invalid", f"{given!r} is a folder; list it with code.list_files and glob '{given}/*'"
+            ToolErrorKind.INVALID, f"{given!r} is a folder; list it with code.list_files and glob '{given}/*'"
         )
     if not path.is_file():
-        raise ToolError("not_found", f"no file {given!r}; find files with code.list_files or code.search")
+        raise ToolError(
+            ToolErrorKind.NOT_FOUND, f"no file {given!r}; find files with code.list_files or code.search"
+        )
     if _is_binary(path):
-        raise ToolError("invalid", f"{given!r} is a binary file; the coding tools read and edit text only")
+        raise ToolError(
+            ToolErrorKind.INVALID, f"{given!r} is a binary file; the coding tools read and edit text only"
+        )
     return path
 
 
@@ -110,7 +116,7 @@ def read_file(root: Path, given: str, start_line: int | None = None, end_line: i
     path = _text_file(root, given)
     start = start_line or 1
     if end_line is not None and end_line < start:
-        raise ToolError("invalid", f"end_line {end_line} is before start_line {start}")
+        raise ToolError(ToolErrorKind.INVALID, f"end_line {end_line} is before start_line {start}")
     shown: list[str] = []
     size = total = 0
     cut_at: int | None = None  # the first line not shown for lack of room
@@ -131,7 +137,9 @@ def read_file(root: Path, given: str, start_line: int | None = None, end_line: i
     if total == 0:
         return f"{name} is empty."
     if start > total:
-        raise ToolError("invalid", f"{name} has {total} lines; start_line {start} is past its end")
+        raise ToolError(
+            ToolErrorKind.INVALID, f"{name} has {total} lines; start_line {start} is past its end"
+        )
     last = start + len(shown) - 1
     header = f"{name}, lines {start}-{last} of {total}:"
     if cut_at is None:
@@ -145,7 +153,9 @@ def search(root: Path, pattern: str, glob: str | None = None) -> str:
     try:
         regex = re.compile(pattern)
     except re.error as exc:
-        raise ToolError("invalid", f"{pattern!r} is not a valid (Python) regular expression: {exc}") from None
+        raise ToolError(
+            ToolErrorKind.INVALID, f"{pattern!r} is not a valid (Python) regular expression: {exc}"
+        ) from None
     matcher = _glob_regex(glob) if glob else None
     matches: list[str] = []
     searched = too_big = 0
@@ -184,7 +194,8 @@ def _writable(root: Path, given: str) -> Path:
     path = resolve_path(root, given)
     if path.is_symlink():
         raise ToolError(
-            "permission", f"{given!r} is a symbolic link; write the file it points to by its own path"
+            ToolErrorKind.PERMISSION,
+            f"{given!r} is a symbolic link; write the file it points to by its own path",
         )
     return path
 
@@ -205,10 +216,10 @@ def edit_file(root: Path, given: str, old: str, new: str) -> str:
         text = path.read_bytes().decode()
     except UnicodeDecodeError:
         raise ToolError(
-            "invalid", f"{given!r} is not UTF-8 text; rewrite it whole with code.write_file"
+            ToolErrorKind.INVALID, f"{given!r} is not UTF-8 text; rewrite it whole with code.write_file"
         ) from None
     if old == new:
-        raise ToolError("invalid", "old and new are the same text: nothing would change")
+        raise ToolError(ToolErrorKind.INVALID, "old and new are the same text: nothing would change")
     found = _occurrences(text, old)
     if not found and "\r\n" in text and "\r\n" not in old:  # the file has Windows line ends
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
@@ -217,13 +228,13 @@ def edit_file(root: Path, given: str, old: str, new: str) -> str:
         # A retried call whose first attempt wrote the file finds its own result.
         done = " (the new text is there already: was this edit made before?)" if new and new in text else ""
         raise ToolError(
-            "invalid",
+            ToolErrorKind.INVALID,
             f"the text to replace does not occur in {given!r}{done}; read the file with "
             "code.read_file and copy the lines exactly, indentation included",
         )
     if len(found) > 1:
         raise ToolError(
-            "invalid",
+            ToolErrorKind.INVALID,
             f"the text to replace occurs {len(found)} times in {given!r}; include more of the "
             "surrounding lines so that it occurs exactly once",
         )
@@ -244,17 +255,20 @@ def write_file(root: Path, given: str, content: str) -> str:
     """Create or replace a whole file, with the folders it needs."""
     path = _writable(root, given)
     if path == root or path.is_dir():
-        raise ToolError("invalid", f"{given!r} is a folder; give a file's path")
+        raise ToolError(ToolErrorKind.INVALID, f"{given!r} is a folder; give a file's path")
     if path.exists() and not path.is_file():
         raise ToolError(
-            "invalid", f"{given!r} is not a regular file (a pipe or a device); it cannot be written"
+            ToolErrorKind.INVALID,
+            f"{given!r} is not a regular file (a pipe or a device); it cannot be written",
         )
     existed = path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.encode())
     except (FileExistsError, NotADirectoryError):
-        raise ToolError("invalid", f"part of {given!r} is a file, so it cannot hold a folder") from None
+        raise ToolError(
+            ToolErrorKind.INVALID, f"part of {given!r} is a file, so it cannot hold a folder"
+        ) from None
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
     verb = "Replaced" if existed else "Created"
     return f"{verb} {relative_name(root, path)} ({lines} lines, {len(content.encode())} bytes)."

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError, ToolErrorKind
 
 _RELATIVE_HINT = "give a path relative to the repository root"
 
@@ -24,24 +24,26 @@ def _is_git_folder(parts: tuple[str, ...]) -> bool:
 
 
 def resolve_path(root: Path, given: str) -> Path:
-    """The workspace path `given` names (relative to `root`), or ToolError("permission") that
+    """The workspace path `given` names (relative to `root`), or ToolError(ToolErrorKind.PERMISSION) that
     says what was refused and why. "" and "." name the root. The path returned is not
     resolved: a caller can still tell whether its last part is a symbolic link."""
     if "\0" in given:
-        raise ToolError("invalid", f"{given!r} contains a NUL character; {_RELATIVE_HINT}")
+        raise ToolError(ToolErrorKind.INVALID, f"{given!r} contains a NUL character; {_RELATIVE_HINT}")
     if PurePosixPath(given).is_absolute():
-        raise ToolError("permission", f"{given!r} is an absolute path; {_RELATIVE_HINT}")
+        raise ToolError(ToolErrorKind.PERMISSION, f"{given!r} is an absolute path; {_RELATIVE_HINT}")
     parts: list[str] = []
     for part in PurePosixPath(given).parts:
         if part == "..":
             if not parts:
-                raise ToolError("permission", f"{given!r} leads outside the workspace; {_RELATIVE_HINT}")
+                raise ToolError(
+                    ToolErrorKind.PERMISSION, f"{given!r} leads outside the workspace; {_RELATIVE_HINT}"
+                )
             parts.pop()
         elif part != ".":
             parts.append(part)
     if _is_git_folder(tuple(parts)):
         raise ToolError(
-            "permission",
+            ToolErrorKind.PERMISSION,
             f"{given!r} is inside .git, git's own folder, which the coding tools neither read nor "
             "write; use code.diff to see what changed",
         )
@@ -55,13 +57,14 @@ def resolve_path(root: Path, given: str) -> Path:
         shown = "/".join(parts[:depth])
         if not target.is_relative_to(real_root):
             raise ToolError(
-                "permission",
+                ToolErrorKind.PERMISSION,
                 f"{given!r} goes through {shown!r}, a symbolic link to a place outside the workspace; "
                 "the coding tools stay inside the repository",
             )
         if _is_git_folder(target.relative_to(real_root).parts):
             raise ToolError(
-                "permission", f"{given!r} goes through {shown!r}, a symbolic link into .git, git's own folder"
+                ToolErrorKind.PERMISSION,
+                f"{given!r} goes through {shown!r}, a symbolic link into .git, git's own folder",
             )
     return path
 

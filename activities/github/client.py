@@ -30,7 +30,7 @@ import requests
 from github import Auth, Github, GithubException, GithubIntegration
 from temporalio.exceptions import ApplicationError
 
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError, ToolErrorKind
 from config.settings import Settings
 from workflows.errors import ErrorType
 
@@ -224,17 +224,19 @@ def map_github_error(exc: GithubException, repo: str) -> Exception:
             non_retryable=True,
         )
     if status == 403:
-        return ToolError("permission", f"GitHub refused access to {repo} (403): {message}")
+        return ToolError(ToolErrorKind.PERMISSION, f"GitHub refused access to {repo} (403): {message}")
     if status in (404, 410):
-        return ToolError("not_found", f"not found on GitHub ({repo}, {status}): {message}")
-    return ToolError("invalid", f"GitHub rejected the request ({repo}, {status}): {message}")
+        return ToolError(ToolErrorKind.NOT_FOUND, f"not found on GitHub ({repo}, {status}): {message}")
+    return ToolError(ToolErrorKind.INVALID, f"GitHub rejected the request ({repo}, {status}): {message}")
 
 
 def check_repo(repo: object) -> str:
     """`owner/name`, or a ToolError the model can act on."""
     text = str(repo or "").strip().strip("/")
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}", text):
-        raise ToolError("invalid", f"{repo!r} is not a repository; write owner/name, e.g. acme/api")
+        raise ToolError(
+            ToolErrorKind.INVALID, f"{repo!r} is not a repository; write owner/name, e.g. acme/api"
+        )
     return text
 
 

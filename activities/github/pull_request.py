@@ -34,7 +34,7 @@ from temporalio.exceptions import ApplicationError
 from activities.github.client import github_call
 from activities.runtime import runtime
 from activities.store.changes import FileChange, load_changes
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError
 from config.settings import Settings
 from workflows.code_types import CodeActivity, PullRequestInput, PullRequestResult
 from workflows.errors import ErrorType

@@ -31,7 +31,8 @@ from activities.github.client import bounded, github_call, with_marker
 from activities.github.once import Written, comment_once, create_issue_once, edit_comment, fetch_row
 from activities.runtime import Runtime
 from activities.store.agents import agent_for_github_repo
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError
+from workflows.errors import ErrorType
 from workflows.types import (
     PostApprovalRequestInput,
     PostApprovalRequestResult,
@@ -74,7 +75,7 @@ def _repo(context: SurfaceContext) -> str:
     if "/" not in context.channel:
         raise ApplicationError(
             f"GitHub context has no repository (channel={context.channel!r})",
-            type="ToolConfigError",
+            type=ErrorType.TOOL_CONFIG_ERROR,
             non_retryable=True,
         )
     return context.channel
@@ -95,7 +96,7 @@ async def _targets(rt: Runtime, context: SurfaceContext) -> tuple[list[str], str
         if not context.thread:
             raise ApplicationError(
                 "GitHub task has no issue or pull request to answer on",
-                type="ToolConfigError",
+                type=ErrorType.TOOL_CONFIG_ERROR,
                 non_retryable=True,
             )
         return [f"issue:{context.thread}"], None
@@ -113,7 +114,7 @@ async def _written(rt: Runtime, repo: str, target: str, body: str, key: str) -> 
     try:
         return await comment_once(rt, repo, target, body, key)
     except ToolError as exc:  # 404/422 here will not heal by retrying
-        raise ApplicationError(str(exc), type="GitHubRequestRejected", non_retryable=True) from exc
+        raise ApplicationError(str(exc), type=ErrorType.GITHUB_REQUEST_REJECTED, non_retryable=True) from exc
 
 
 def _ref(target: str, written: Written) -> str:
@@ -255,7 +256,7 @@ async def post_approval_request(inp: PostApprovalRequestInput, rt: Runtime) -> P
     raise ApplicationError(
         f"request {inp.request.request_id} of {inp.task_id} was decided {MAX_APPROVAL_COMMENTS} "
         "times already; it is not asked again",
-        type="GitHubRequestRejected",
+        type=ErrorType.GITHUB_REQUEST_REJECTED,
         non_retryable=True,
     )
 

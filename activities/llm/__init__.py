@@ -1,1 +1,4 @@
-"""Model calls: LiteLLM and the offline model, provider errors, prompt building, budget holds, embeddings."""
+"""Model calls: LiteLLM with fallbacks and streaming, prompt building, budget holds, model health.
+
+The offline stand-in is `activities.offline`; the provider layer is `activities.providers`.
+"""

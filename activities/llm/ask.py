@@ -14,12 +14,12 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities import offline as offline_model
 from activities.llm import health
-from activities.llm import offline as offline_model
 from activities.llm.budget_hold import budget_hold
 from activities.llm.compaction import estimate_tokens
-from activities.llm.providers import ProviderCall, call_provider, price_per_token
 from activities.llm.streamed import AnswerSink, call_provider_streaming, stream_offline
+from activities.providers import ProviderCall, call_provider, price_per_token
 from workflows.budget import MIN_USEFUL_MAX_TOKENS
 from workflows.errors import ErrorType
 from workflows.types import ModelCallInput, ModelCallResult, ModelUsage
@@ -50,8 +50,6 @@ async def ask_with_fallbacks(
         except ApplicationError as err:
             if sink is not None:
                 await sink.discard()
-            if err.type == "BudgetRefused":
-                raise
             health.observe(model, err)
             failures.append(err)
             activity.logger.warning("model %s failed: %s", model, err.message)

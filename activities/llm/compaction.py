@@ -15,22 +15,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from activities.store.transcript import (
+    PLACEHOLDER_PREVIEW_CHARS,
+    SUMMARY_ROLE,
+    TOOL_OUTPUT_PREVIEW_CHARS,
+    tool_output_preview,
+)
 from workflows.types import TranscriptView
 from workflows.untrusted import UNTRUSTED_DATA_RULE, wrap_untrusted
 
-PLACEHOLDER_PREVIEW_CHARS = 80
-# A tool output longer than this is stored in Postgres and referenced (`content_ref`); the
-# model and workflow history see this much of it and a note naming the reference.
-TOOL_OUTPUT_PREVIEW_CHARS = 500
 _PREVIEW_NOTE_MAX_CHARS = 120  # room for "[… N characters in all, stored as REF]"
 # No single message goes into a prompt longer than this (about 5,000 tokens): one pasted
 # log or issue body must not crowd out the rest of the conversation or the context window.
 MAX_PROMPT_MESSAGE_CHARS = 20_000
-SUMMARY_ROLE = "summary"
-SUMMARY_INSTRUCTION = (
-    "Summarise the conversation so far for your own later use: the request, what you did, "
-    "what tools returned that still matters, decisions made and what is left to do. Be brief."
-)
 
 
 def to_provider_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -106,11 +103,6 @@ def bounded_content(content: Any, ref: str | None = None) -> Any:
     if len(content) > MAX_PROMPT_MESSAGE_CHARS:
         return content[:MAX_PROMPT_MESSAGE_CHARS] + f"\n[… cut: {len(content)} characters in all]"
     return content
-
-
-def tool_output_preview(output: str, ref: str) -> str:
-    """What history and the prompt hold of a tool output stored as `ref`."""
-    return output[:TOOL_OUTPUT_PREVIEW_CHARS] + f"\n[… {len(output)} characters in all, stored as {ref}]"
 
 
 def tool_source(message: dict[str, Any]) -> str:

@@ -32,7 +32,7 @@ from activities.runtime import runtime
 from activities.slack import status as slack_status
 from activities.slack import streaming
 from activities.store import task_tools
-from activities.tools.catalog import NATIVE_TOOLS, model_tools
+from activities.tools.catalog import SPECS, model_tools
 from workflows.tool_catalog import model_tool_name
 from workflows.types import ActivityName, ModelCallInput, ModelCallResult
 
@@ -99,10 +99,10 @@ def model_tool_schemas(names: list[str]) -> list[dict[str, Any]]:
 
 
 async def _offered_tools(pool: AsyncConnectionPool, inp: ModelCallInput) -> list[dict[str, Any]]:
-    """Native tools from the catalog; the rest (MCP) as the task's start listed them."""
+    """Declared tools from the catalog; the rest (MCP) as the task's start listed them."""
     names = inp.offered_tools
     native = model_tool_schemas(names)
-    others = [name for name in names if name not in NATIVE_TOOLS]
+    others = [name for name in names if name not in SPECS]
     listed = await task_tools.load_specs(pool, inp.task_id, others)
     by_name = {schema["function"]["name"]: schema for schema in native}
     by_name |= {spec.model_name: spec.openai_schema() for spec in listed.values()}

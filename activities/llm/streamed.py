@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from temporalio.exceptions import ApplicationError
 
-from activities.llm.providers import ProviderCall, classify_error, completion_kwargs, quiet_litellm, result_of
+from activities.providers import ProviderCall, classify_error, completion_kwargs, quiet_litellm, result_of
 from workflows.errors import ErrorType
 from workflows.types import ModelCallResult
 

@@ -18,10 +18,12 @@ from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio.exceptions import ApplicationError
 
-from activities.llm.compaction import SUMMARY_INSTRUCTION, SUMMARY_ROLE, build_prompt
+from activities.llm.compaction import build_prompt
 from activities.runtime import runtime
 from activities.store import ledger, task_constants, transcript
-from activities.tools.tool_activities import bound_and_audit, execute_tool, record_tool_span_attributes
+from activities.store.tool_calls import bound_and_audit, record_tool_span_attributes
+from activities.store.transcript import SUMMARY_INSTRUCTION, SUMMARY_ROLE
+from activities.tools.tool_activities import execute_tool
 from workflows.errors import ErrorType
 from workflows.tool_catalog import model_tool_name
 from workflows.types import (
@@ -43,14 +45,14 @@ class PreparedCall:
     stored: list[dict[str, Any]]  # the transcript rows the prompt is built from
     messages: list[dict[str, Any]]  # the prompt built from it with the task's view
     cached: ModelCallResult | None  # a previous attempt's answer to this very call
-    tool_results: list[ToolCallResult] = field(default_factory=list)  # of inp.run_first
+    tool_results: list[ToolCallResult] = field(default_factory=list)  # of the folded calls
     appended_upto: int = 0  # the last seq of the tool results and new messages
 
 
 async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> PreparedCall:
-    """Read the task's constants into `inp` (when it leaves them to the task's row), run the
-    folded tool calls, append their results and the call's new messages, and build the
-    prompt; or find the answer a previous attempt stored for this very call."""
+    """Read the task's constants into `inp`, run the folded tool calls, append their results
+    and the call's new messages, and build the prompt; or find the answer a previous attempt
+    stored for this very call."""
     cursor = inp.cursor
     new_rows = [transcript.message_to_row(m) for m in cursor.new_messages]
     folded_count = len(inp.folded_calls)
@@ -60,12 +62,11 @@ async def prepare_call(pool: AsyncConnectionPool, inp: ModelCallInput) -> Prepar
     answer_seq = cursor.upto + folded_count + len(new_rows) + 1
     async with pool.connection() as conn:
         async with conn.pipeline():  # the constants and the answer check in one round trip
-            constants = None if inp.carries_constants else await task_constants.request(conn, inp.task_id)
+            constants = await task_constants.request(conn, inp.task_id)
             # A previous attempt may have finished the call and crashed before reporting: reuse
             # it, so the model is asked (and charged) once.
             cached = await transcript.load_one(conn, inp.task_id, answer_seq)
-            if constants is not None:
-                inp.use_stored(await task_constants.received(constants))
+            inp.use_stored(await task_constants.received(constants))
         _check_constants(inp)
         if cached is not None and cached.get("_step") == inp.step and cached.get("_usage"):
             result = _result_from_stored(cached, answer_seq)

@@ -16,6 +16,7 @@ from typing import Any
 from mcp import Client
 
 from activities.mcp.client import connect
+from activities.tool_errors import ToolErrorKind
 from config.mcp import McpServer
 from workflows.tool_catalog import ToolRuns, ToolSpec, canonical_schema, schema_sha256
 from workflows.types import ToolCallResult
@@ -51,7 +52,7 @@ def spec_of(server: McpServer, tool: str, description: str, schema: dict[str, An
         parameters=dict(canonical_schema(schema)),
         permission=f"mcp:{server.name}",
         writes=server.is_write(tool),
-        runs=ToolRuns.REMOTE,
+        runs=ToolRuns.MCP,
         source=f"mcp:{server.name}",
     )
 
@@ -63,10 +64,12 @@ async def call(
     async with connect(server) as client:
         current = next((t for t in await _listing(client) if t.name == tool), None)
         if current is None:
-            return _refused("not_found", f"{server.name}.{tool} is no longer offered by its server")
+            return _refused(
+                ToolErrorKind.NOT_FOUND, f"{server.name}.{tool} is no longer offered by its server"
+            )
         if schema_sha256(canonical_schema(current.input_schema)) != schema_sha:
             return _refused(
-                "invalid",
+                ToolErrorKind.INVALID,
                 f"the schema of {server.name}.{tool} changed since this task started, so the call was not "
                 "made; a new task will see the new schema",
             )
@@ -74,7 +77,7 @@ async def call(
         result = await client.call_tool(tool, arguments, meta=meta)
     text = _text(result.content, result.structured_content)
     if result.is_error:
-        return ToolCallResult(ok=False, output=f"Error (failed): {text}", error_kind="failed")
+        return _refused(ToolErrorKind.FAILED, text)
     return ToolCallResult(ok=True, output=text)
 
 
@@ -100,5 +103,5 @@ def _text(content: list[Any], structured: Any) -> str:
     return "\n".join(parts) or "(no output)"
 
 
-def _refused(kind: str, message: str) -> ToolCallResult:
-    return ToolCallResult(ok=False, output=f"Error ({kind}): {message}", error_kind=kind)
+def _refused(kind: ToolErrorKind, message: str) -> ToolCallResult:
+    return ToolCallResult(ok=False, output=f"Error ({kind}): {message}", error_kind=kind.value)

@@ -19,7 +19,7 @@ from activities.mcp import gateway
 from activities.mcp.client import describe
 from activities.runtime import runtime
 from activities.store import task_tools
-from activities.tools.tool_activities import bound_and_audit, record_tool_span_attributes
+from activities.store.tool_calls import bound_and_audit, record_tool_span_attributes
 from config.mcp import McpServer
 from workflows.mcp_types import McpCallInput, McpListInput, McpListResult, McpServerStatus
 from workflows.tool_catalog import ToolSpec

@@ -35,6 +35,7 @@ from activities.playbooks.schedules import Reconciled, current_signature, schedu
 from activities.playbooks.sensor_code import load_sensors
 from activities.playbooks.starts import start_listening
 from activities.runtime import runtime
+from workflows.errors import ErrorType
 from workflows.playbook_calls import Published, SensorPoll
 from workflows.playbook_sensor_poll import POLL_ACTIVITY, SENSOR_POLL_WORKFLOW_NAME
 
@@ -105,7 +106,7 @@ async def poll_sensor(poll: SensorPoll) -> Published:
     found = next((sensor for sensor in sensors if sensor.ref == poll.ref), None)
     if found is None:
         why = "; ".join(problems) or f"no @sensor {poll.ref} in {poll.folder}/sensors"
-        raise ApplicationError(why, type="SensorError", non_retryable=True)
+        raise ApplicationError(why, type=ErrorType.SENSOR_ERROR, non_retryable=True)
     # A webhook sensor takes the request; a poll sensor may take the poll's time, or nothing.
     takes_argument = bool(inspect.signature(found.function).parameters)
     argument = ({"polled_at": poll.run_key.rsplit("@", 1)[-1]},) if takes_argument else ()

@@ -17,8 +17,8 @@ from typing import Any
 from psycopg import AsyncConnection, sql
 from psycopg.pq import TransactionStatus
 
-from activities.llm.embeddings import Embeddings, embed
 from activities.runtime import Runtime
+from activities.store.embeddings import Embeddings, embed
 from activities.store.memory_admin import PURGE_BATCH_ROWS, StoredMemory, forget, list_memories, purge_expired
 from activities.store.memory_search import (
     HNSW_MAX_DIMS,

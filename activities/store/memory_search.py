@@ -27,7 +27,7 @@ from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from activities.llm.embeddings import Embeddings, embed
+from activities.store.embeddings import Embeddings, embed
 from config.agent import OFFLINE_EMBEDDING
 from workflows.types import MemoryItem, MemoryScopeRef
 

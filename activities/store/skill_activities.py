@@ -11,7 +11,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.runtime import runtime
 from activities.store import skills
-from activities.tools.tool_activities import bound_and_audit
+from activities.store.tool_calls import bound_and_audit
+from activities.tool_errors import ToolErrorKind
 from workflows.errors import ErrorType
 from workflows.skill_tools import SkillLoadInput
 from workflows.types import ActivityName, ToolCallResult
@@ -33,10 +34,11 @@ async def load_skill(inp: SkillLoadInput) -> ToolCallResult:
         result = ToolCallResult(ok=True, output=stored.resources[inp.path])
     else:
         files = ", ".join(sorted(stored.resources)) or "none"
+        kind = ToolErrorKind.NOT_FOUND
         result = ToolCallResult(
             ok=False,
-            output=f"Error (not_found): {stored.name} has no file {inp.path!r}; files: {files}",
-            error_kind="not_found",
+            output=f"Error ({kind}): {stored.name} has no file {inp.path!r}; files: {files}",
+            error_kind=kind.value,
         )
     async with pool.connection() as conn:
         return await bound_and_audit(conn, inp.call, result)

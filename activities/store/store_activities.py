@@ -10,9 +10,9 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.llm.embeddings import is_offline
 from activities.runtime import runtime
 from activities.store import answer_streams, task_constants
+from activities.store.embeddings import is_offline
 from activities.store.ledger import UsageRow, write_audit, write_usage
 from activities.store.memory import purge_expired
 from activities.store.memory_search import search_with_usage

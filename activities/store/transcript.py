@@ -6,7 +6,9 @@ matches the result recorded in workflow history. Large tool outputs live in
 `tool_outputs` and are referenced from history and the transcript by id: a transcript row
 holds the bounded preview history holds, and no prompt ever carries the whole output.
 `load_for_prompt` reads only what `activities.llm.compaction.build_prompt` will use, so a
-model call's read stays small on long tasks.
+model call's read stays small on long tasks. The transcript's shape is declared here, for the
+prompt builder, the tool-call audit and the offline model alike: how much of a stored tool
+output rows and history keep, and the summary rows.
 """
 
 from __future__ import annotations
@@ -17,18 +19,22 @@ from typing import Any
 
 from psycopg import AsyncConnection
 
-from activities.llm.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE, TOOL_OUTPUT_PREVIEW_CHARS
 from workflows.types import ChatMessage, TranscriptView
 
-__all__ = [
-    "TOOL_OUTPUT_PREVIEW_CHARS",  # declared with the prompt builder that bounds what it shows
-    "append",
-    "load",
-    "load_for_prompt",
-    "load_one",
-    "message_to_row",
-    "store_tool_output",
-]
+# A tool output longer than this is stored in Postgres and referenced (`content_ref`); the
+# model and workflow history see this much of it and a note naming the reference.
+TOOL_OUTPUT_PREVIEW_CHARS = 500
+PLACEHOLDER_PREVIEW_CHARS = 80  # what a compacted older tool result keeps in the prompt
+SUMMARY_ROLE = "summary"  # a row holding the model's answer to SUMMARY_INSTRUCTION
+SUMMARY_INSTRUCTION = (
+    "Summarise the conversation so far for your own later use: the request, what you did, "
+    "what tools returned that still matters, decisions made and what is left to do. Be brief."
+)
+
+
+def tool_output_preview(output: str, ref: str) -> str:
+    """What history and the prompt hold of a tool output stored as `ref`."""
+    return output[:TOOL_OUTPUT_PREVIEW_CHARS] + f"\n[… {len(output)} characters in all, stored as {ref}]"
 
 
 def message_to_row(message: ChatMessage) -> dict[str, Any]:

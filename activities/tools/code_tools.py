@@ -1,7 +1,7 @@
 """Coding tools: read, search and change the task's own workspace, run commands and its tests.
 
 They run on the loop worker that holds the workspace (`ToolRuns.WORKSPACE`), called through
-the coding activity (`activities.code.code_activities`), which sets the workspace for the
+the coding activity (`activities.tools.code_activities`), which sets the workspace for the
 call and stores the workspace's diff after each tool that may change it. Each is declared
 `writes=False`: they change only the task's own sandboxed copy of the repository, and what
 leaves it is the draft pull request, a write that always waits for a person's approval of
@@ -21,7 +21,8 @@ from activities.code.context import current_workspace
 from activities.loops import workspace
 from activities.loops.output_reading import failing_tests, last_error, ran_count
 from activities.runtime import Runtime
-from activities.tools.native import NonEmpty, PositiveInt, ToolArgs, ToolError, native_tool
+from activities.tool_errors import ToolError, ToolErrorKind
+from activities.tools.native import NonEmpty, PositiveInt, ToolArgs, native_tool
 from workflows.code_types import TestRun
 from workflows.errors import ErrorType
 from workflows.loop_types import Outcome
@@ -185,7 +186,7 @@ async def run_tests(args: NoArgs, inp: ToolCallInput, rt: Runtime) -> str:
     verify = current.setup.verify
     if not verify.strip():
         raise ToolError(
-            "failed",
+            ToolErrorKind.FAILED,
             "no test command is configured for this workspace; set spec.coding.verify in the agent's file",
         )
     done = await run_command(current, inp, rt, verify, "code.run_tests")

@@ -20,7 +20,8 @@ from activities.github.client import (
 )
 from activities.github.once import comment_once, create_issue_once
 from activities.runtime import Runtime
-from activities.tools.native import NonEmpty, PositiveInt, ToolArgs, ToolError, native_tool
+from activities.tool_errors import ToolError, ToolErrorKind
+from activities.tools.native import NonEmpty, PositiveInt, ToolArgs, native_tool
 from workflows.tool_catalog import WriteBound
 from workflows.types import ToolCallInput
 
@@ -67,7 +68,7 @@ async def create_issue(args: CreateIssueArgs, inp: ToolCallInput, rt: Runtime) -
     repo = check_repo(args.repo)
     title = args.title.strip()
     if not title:
-        raise ToolError("invalid", "an issue needs a title")
+        raise ToolError(ToolErrorKind.INVALID, "an issue needs a title")
     written = await create_issue_once(rt, repo, inp.idempotency_key, title, args.body, list(args.labels))
     verb = "Created" if written.created else "Already created"
     return f"{verb} issue #{written.number} in {repo}: {title}\n{written.url}"
@@ -87,7 +88,7 @@ async def comment(args: CommentArgs, inp: ToolCallInput, rt: Runtime) -> str:
     number = args.number
     body = args.body.strip()
     if not body:
-        raise ToolError("invalid", "a comment needs a body")
+        raise ToolError(ToolErrorKind.INVALID, "a comment needs a body")
     written = await comment_once(rt, repo, f"issue:{number}", body, inp.idempotency_key)
     return f"Commented on {repo}#{number}\n{written.url}"
 

@@ -17,7 +17,8 @@ from temporalio import activity
 from temporalio.common import WorkflowIDConflictPolicy
 
 from activities.runtime import Runtime
-from activities.tools.native import NonEmpty, ToolArgs, ToolError, native_tool
+from activities.tool_errors import ToolError, ToolErrorKind
+from activities.tools.native import NonEmpty, ToolArgs, native_tool
 from config.loop import load_loop_file
 from config.problems import AgentConfigError
 from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopInput
@@ -44,7 +45,8 @@ class StartLoopArgs(ToolArgs):
 async def start_loop(args: StartLoopArgs, inp: ToolCallInput, rt: Runtime) -> str:
     if not _LOOP_NAME.match(args.loop):
         raise ToolError(
-            "invalid", f"{args.loop!r} is not a loop file name (lowercase letters, digits, dashes)"
+            ToolErrorKind.INVALID,
+            f"{args.loop!r} is not a loop file name (lowercase letters, digits, dashes)",
         )
     settings = rt.settings
     path = settings.loops_dir / f"{args.loop}.yaml"
@@ -53,12 +55,13 @@ async def start_loop(args: StartLoopArgs, inp: ToolCallInput, rt: Runtime) -> st
             sorted(p.stem for p in settings.loops_dir.glob("*.yaml")) if settings.loops_dir.is_dir() else []
         )
         raise ToolError(
-            "not_found", f"no loop file {args.loop!r}; the loops folder has: {', '.join(known) or 'none'}"
+            ToolErrorKind.NOT_FOUND,
+            f"no loop file {args.loop!r}; the loops folder has: {', '.join(known) or 'none'}",
         )
     try:
         spec = load_loop_file(path)
     except AgentConfigError as exc:
-        raise ToolError("failed", f"the loop file is not valid: {exc}") from None
+        raise ToolError(ToolErrorKind.FAILED, f"the loop file is not valid: {exc}") from None
     digest = hashlib.sha256(inp.idempotency_key.encode()).hexdigest()[:10]
     loop_id = f"loop-{spec.name}-{digest}"
     await activity.client().start_workflow(

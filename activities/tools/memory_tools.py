@@ -13,11 +13,13 @@ from typing import Any
 from psycopg import AsyncConnection
 from pydantic import Field
 
-from activities.llm.embeddings import Embeddings, is_offline
 from activities.runtime import Runtime
 from activities.store import ledger
+from activities.store.embeddings import Embeddings, is_offline
 from activities.store.memory import MAX_CONTENT_CHARS, remember_with_usage, saved_text, search_with_usage
-from activities.tools.native import NonEmpty, ToolArgs, ToolError, native_tool, tool_audit
+from activities.store.tool_calls import tool_audit
+from activities.tool_errors import ToolError, ToolErrorKind
+from activities.tools.native import NonEmpty, ToolArgs, native_tool
 from workflows.tool_catalog import ToolRuns
 from workflows.types import ToolCallInput, ToolCallResult
 
@@ -46,10 +48,10 @@ class SearchArgs(ToolArgs):
 async def save(args: SaveArgs, inp: ToolCallInput, rt: Runtime) -> str:
     content = args.content.strip()
     if not content:
-        raise ToolError("invalid", "memory.save needs non-empty `content`")
+        raise ToolError(ToolErrorKind.INVALID, "memory.save needs non-empty `content`")
     if len(content) > MAX_CONTENT_CHARS:
         raise ToolError(
-            "invalid", f"`content` is {len(content)} characters; save at most {MAX_CONTENT_CHARS}"
+            ToolErrorKind.INVALID, f"`content` is {len(content)} characters; save at most {MAX_CONTENT_CHARS}"
         )
     saved = ToolCallResult(ok=True, output=await saved_text(rt, inp.memory, content, inp.idempotency_key))
     pool = await rt.pool()
@@ -61,7 +63,7 @@ async def save(args: SaveArgs, inp: ToolCallInput, rt: Runtime) -> str:
                 conn, inp.memory, content, inp.task_id, inp.step, inp.idempotency_key
             )
         except ValueError as exc:  # the scope itself is invalid
-            raise ToolError("invalid", str(exc)) from None
+            raise ToolError(ToolErrorKind.INVALID, str(exc)) from None
         await _ledger_embedding(conn, inp, emb, "save")
         await ledger.write_audit(conn, tool_audit(inp, saved))
     return saved.output
@@ -78,13 +80,13 @@ async def save(args: SaveArgs, inp: ToolCallInput, rt: Runtime) -> str:
 async def search(args: SearchArgs, inp: ToolCallInput, rt: Runtime) -> str:
     query = args.query.strip()
     if not query:
-        raise ToolError("invalid", "memory.search needs a non-empty `query`")
+        raise ToolError(ToolErrorKind.INVALID, "memory.search needs a non-empty `query`")
     k = args.k
     pool = await rt.pool()
     try:
         items, emb = await search_with_usage(pool, inp.memory, query, k)
     except ValueError as exc:
-        raise ToolError("invalid", str(exc)) from None
+        raise ToolError(ToolErrorKind.INVALID, str(exc)) from None
     if emb is not None and not is_offline(emb.model):
         async with pool.connection() as conn:
             await _ledger_embedding(conn, inp, emb, "search")

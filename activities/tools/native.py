@@ -13,41 +13,27 @@
 The JSON schema the model sees is generated from the arguments model (canonical, stable:
 no titles; an optional argument may be omitted, never null). Config validation, the
 workflow's checks, the model's tool list and this dispatch all read the resulting
-`ToolSpec`. A handler raises `ToolError` for an outcome the model should hear about (not
-found, invalid input, permission); any other exception is a failure Temporal retries.
+`ToolSpec`. A handler raises `ToolError` (`activities.tool_errors`) for an outcome the model
+should hear about (not found, invalid input, permission); any other exception is a failure
+Temporal retries.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any
 
 from activities.runtime import Runtime
-from workflows.tool_catalog import ToolRuns, ToolSpec, WriteBound, canonical_schema
-from workflows.types import AuditEvent, ToolCallInput, ToolCallResult
+from activities.tool_errors import ToolError, ToolErrorKind
+from workflows.tool_args import NonEmpty, PositiveInt, ToolArgs, arguments_schema
+from workflows.tool_catalog import ToolRuns, ToolSpec, WriteBound
+from workflows.types import ToolCallInput
 
-NonEmpty = Annotated[str, Field(min_length=1)]
-PositiveInt = Annotated[int, Field(ge=1)]
-
-
-class ToolArgs(BaseModel):
-    """Base of every arguments model: unknown arguments are errors the model hears about."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+# The arguments' base and types are shared with the tools the workflow runs itself.
+__all__ = ["NativeTool", "NonEmpty", "PositiveInt", "ToolArgs", "arguments_schema", "declared", "native_tool"]
 
 Handler = Callable[[Any, ToolCallInput, Runtime], Awaitable[str]]
-
-
-class ToolError(Exception):
-    """A tool outcome reported back to the model instead of retried."""
-
-    def __init__(self, kind: str, message: str):
-        self.kind = kind  # not_found | invalid | permission | failed
-        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -60,7 +46,7 @@ class NativeTool:
         try:
             args = self.args.model_validate(call.arguments)
         except ValueError as exc:
-            raise ToolError("invalid", f"invalid arguments for {self.spec.name}: {exc}") from None
+            raise ToolError(ToolErrorKind.INVALID, f"invalid arguments for {self.spec.name}: {exc}") from None
         return await self.handler(args, call, rt)
 
 
@@ -103,27 +89,3 @@ def native_tool(
 
 def declared() -> dict[str, NativeTool]:
     return dict(_DECLARED)
-
-
-def arguments_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema, canonical: no titles, optional arguments omitted not null."""
-    return dict(canonical_schema(model.model_json_schema()))
-
-
-def tool_audit(inp: ToolCallInput, result: ToolCallResult) -> AuditEvent:
-    """The audit row of one tool call; keyed by the call, so writing it again adds nothing.
-    A handler may write it itself, in the transaction of its own writes."""
-    return AuditEvent(
-        task_id=inp.task_id,
-        step=inp.step,
-        key=f"{inp.step}:{inp.call_id}:tool",
-        agent=inp.memory.agent,
-        workspace=inp.memory.workspace,
-        channel=inp.context.channel,
-        kind="tool_call",
-        actor=inp.requested_by,
-        tool=inp.tool,
-        arguments=inp.arguments,
-        outcome="ok" if result.ok else f"error:{result.error_kind}",
-        approver=inp.approval.approver if inp.approval else None,
-    )

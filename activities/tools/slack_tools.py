@@ -27,7 +27,8 @@ from activities.slack.client import (
     thread_messages,
 )
 from activities.slack.surface import APPROVAL_EVENT, PROGRESS_EVENT
-from activities.tools.native import NonEmpty, ToolArgs, ToolError, native_tool
+from activities.tool_errors import ToolError, ToolErrorKind
+from activities.tools.native import NonEmpty, ToolArgs, native_tool
 from workflows.tool_catalog import WriteBound
 from workflows.types import ToolCallInput
 
@@ -50,14 +51,20 @@ def _client(rt: Runtime) -> AsyncWebClient:
     try:
         return bot_client(rt.settings)
     except SlackNotConfigured as exc:
-        raise ToolError("failed", str(exc)) from None
+        raise ToolError(ToolErrorKind.FAILED, str(exc)) from None
 
 
 def _tool_error(exc: SlackApiError, doing: str) -> Exception:
     if is_retryable(exc):
         return activity_error(exc, doing)
     code = error_code(exc)
-    kind = "not_found" if code in _NOT_FOUND else "permission" if code in _PERMISSION else "failed"
+    kind = (
+        ToolErrorKind.NOT_FOUND
+        if code in _NOT_FOUND
+        else ToolErrorKind.PERMISSION
+        if code in _PERMISSION
+        else ToolErrorKind.FAILED
+    )
     return ToolError(kind, f"Slack could not {doing}: {code}")
 
 
@@ -112,7 +119,9 @@ async def read_thread(args: ReadThreadArgs, inp: ToolCallInput, rt: Runtime) -> 
     channel = args.channel or (inp.context.channel if own_slack else None)
     thread = args.thread_ts or (inp.context.thread if own_slack else None)
     if not channel or not thread:
-        raise ToolError("invalid", "give channel and thread_ts: this task did not start in a Slack thread")
+        raise ToolError(
+            ToolErrorKind.INVALID, "give channel and thread_ts: this task did not start in a Slack thread"
+        )
     client = _client(rt)
     try:
         messages = await thread_messages(client, channel, thread)
@@ -142,7 +151,7 @@ async def post_message(args: PostMessageArgs, inp: ToolCallInput, rt: Runtime) -
     own_slack = inp.context.surface == "slack"
     channel = args.channel or (inp.context.channel if own_slack else None)
     if channel is None:
-        raise ToolError("invalid", "channel is required: this task did not start in Slack")
+        raise ToolError(ToolErrorKind.INVALID, "channel is required: this task did not start in Slack")
     thread = args.thread_ts
     if thread is None and own_slack and channel == inp.context.channel:
         thread = inp.context.thread  # "post here" means the task's own thread

@@ -26,10 +26,12 @@ from temporalio.service import RPCError
 
 from surfaces.cli.approval_view import print_request, what_is_asked
 from surfaces.cli.terminal import commands
+from surfaces.decisions import decide
 from surfaces.task_lookup import qualified_reason
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.approval_rule import may_decide
 from workflows.outcomes import next_action
-from workflows.types import ApprovalDecision, StepRecord, TaskResult, TaskStatus, TaskStatusView
+from workflows.types import ApprovalDecision, Decision, StepRecord, TaskResult, TaskStatus, TaskStatusView
 
 POLL_SECONDS = 0.5
 FINAL_QUERY_TRIES = 3
@@ -70,11 +72,13 @@ async def follow_task(
     user: str,
     leave_when_waiting: bool = False,
     follow_seconds: float | None = None,
+    database_url: str | None = None,
 ) -> Followed:
     """Print each new step as it happens; prompt for approval when the task waits on one.
 
     `leave_when_waiting`: return once the task waits for a person nobody here can be asked
     (no terminal). `follow_seconds`: return when it has not finished after this many seconds.
+    `database_url`: where a decision made at the prompt that did not count is audited.
     """
     printer = _Printer(out)
     prompted: set[str] = set()
@@ -89,7 +93,15 @@ async def follow_task(
             except RPCError:
                 status = None
             if status is not None:
-                waiting = await _prompt(handle, out, status, prompted, interactive=interactive, user=user)
+                waiting = await _prompt(
+                    handle,
+                    out,
+                    status,
+                    prompted,
+                    interactive=interactive,
+                    user=user,
+                    database_url=database_url,
+                )
                 if waiting and leave_when_waiting:
                     return Followed(left="waiting")
             if deadline is not None and time.monotonic() >= deadline:
@@ -117,13 +129,16 @@ async def _prompt(
     *,
     interactive: bool,
     user: str,
+    database_url: str | None = None,
 ) -> bool:
     """Announce (once) what the task waits for; ask here when we can. True: it waits on a person."""
     pending = status.pending_approval
     if pending is not None:
         if pending.request_id not in prompted:
             prompted.add(pending.request_id)
-            approver = user if user in pending.approvers else "APPROVER"
+            # Asked here when the task would take this user's decision (its resolved approvers).
+            mine = may_decide(pending, user)
+            approver = user if mine else "APPROVER"
             out.print(f"[yellow]Approval needed[/] for [bold]{pending.tool}[/] {what_is_asked(pending)}")
             print_request(out, pending)
             out.print(
@@ -131,13 +146,17 @@ async def _prompt(
                 f"  approve: {commands(f'openloop approve {handle.id} --as {approver}')}"
                 f"   deny: {commands(f'openloop deny {handle.id} --as {approver}')}"
             )
-            if interactive and user in pending.approvers:
+            if interactive and mine:
                 answer = await _confirm(f"Approve {pending.tool} as {user}?")
                 if answer is None:
                     return True  # no answer (end of input): it waits for an approver
-                decision = ApprovalDecision(pending.request_id, pending.action_id, user)
-                await handle.signal(AgentTaskWorkflow.approve if answer else AgentTaskWorkflow.deny, decision)
-                return False
+                said = ApprovalDecision(pending.request_id, pending.action_id, user)
+                verdict = await decide(
+                    handle, database_url, Decision(approve=said) if answer else Decision(deny=said)
+                )
+                if not verdict.counted:
+                    out.print(f"[red]Not counted:[/] {escape(verdict.reason)}")
+                return not verdict.counted
         return True
     if status.status == TaskStatus.WAITING_USER and status.reply:
         if "asked" not in prompted:

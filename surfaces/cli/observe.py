@@ -38,7 +38,7 @@ from surfaces.task_lookup import (
     while_running,
     with_refusals,
 )
-from surfaces.timeline import Entry, Story, story_from_history
+from surfaces.timeline import Entry, EntryKind, Story, story_from_history
 from workers import history as histories
 from workflows import search
 from workflows.outcomes import next_action
@@ -194,7 +194,7 @@ def show(task_id: Annotated[str, typer.Argument(help="The task (workflow) id.")]
 
 def _story_status(story: Story, description: Any) -> str:
     if story.result is not None:
-        approvals = [entry.what for entry in story.entries if entry.kind == "approval"]
+        approvals = [entry.what for entry in story.entries if entry.kind is EntryKind.APPROVAL]
         reason = qualified_reason(story.result.status, story.result.reason, approvals)
         return f"{story.result.status.value}: {reason}"
     if story.closed:
@@ -234,7 +234,7 @@ def explain(task_id: Annotated[str, typer.Argument(help="The task or playbook ru
             chain, source = decision_chain(told), "its recorded history"
         if status in TaskStatus.__members__:
             known = TaskStatus(status)
-            approvals = [entry.what for entry in story.entries if entry.kind == "approval"]
+            approvals = [entry.what for entry in story.entries if entry.kind is EntryKind.APPROVAL]
             reason = qualified_reason(known, reason, approvals)
             if known.finished:
                 action = next_action(known, task_id, surface=surface) or action

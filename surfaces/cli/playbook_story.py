@@ -26,7 +26,8 @@ from activities.store import playbooks as playbook_rows
 from surfaces.cli.task_tree import TaskNode, draw_tree, load_tree
 from surfaces.cli.terminal import commands
 from surfaces.task_lookup import ask_task, while_running
-from surfaces.timeline import story_from_history
+from surfaces.timeline import EntryKind, story_from_history
+from surfaces.timeline_children import TaskRole
 from workers import history as histories
 from workflows import search
 from workflows.playbook_calls import RunRecord
@@ -83,7 +84,7 @@ async def _step_task(client: Client, step: StepRun) -> StepTask:
         description = await client.get_workflow_handle(step.task_id).describe()
     except RPCError:
         return StepTask(step, None)
-    node = await load_tree(client, step.task_id, story_from_history(events), "step")
+    node = await load_tree(client, step.task_id, story_from_history(events), TaskRole.STEP)
     if description.status != WorkflowExecutionStatus.RUNNING:
         return StepTask(step, node)
     asked = await ask_task(client, step.task_id, description.task_queue)
@@ -183,7 +184,7 @@ def _draw_task(task: TaskNode, branch: Tree) -> None:
         f"{task.steps} model step(s) · ${task.story.cost_usd:.4f}"
     )
     for entry in task.story.entries:
-        if entry.kind == "approval":
+        if entry.kind is EntryKind.APPROVAL:
             node.add(f"approval: {escape(entry.what)}")
     for child in task.children:  # its subagents and teammates, drawn as `tasks show` draws them
         draw_tree(child, node)

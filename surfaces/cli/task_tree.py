@@ -16,7 +16,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError
 
 from surfaces.timeline import Story, story_from_history
-from surfaces.timeline_children import with_children
+from surfaces.timeline_children import TaskRole, with_children
 from workers import history as histories
 from workflows import search
 
@@ -27,7 +27,7 @@ MAX_CHILDREN = 64  # per task: a tree wider than this is cut, and says so
 @dataclass
 class TaskNode:
     task_id: str
-    kind: str  # task | subagent | teammate
+    kind: TaskRole
     agent: str
     status: str
     story: Story
@@ -61,7 +61,7 @@ def status_of_story(story: Story, recorded: str | None) -> str:
 
 
 async def load_tree(
-    client: Client, task_id: str, story: Story, kind: str = "task", depth: int = 0
+    client: Client, task_id: str, story: Story, kind: TaskRole = TaskRole.TASK, depth: int = 0
 ) -> TaskNode:
     """The task (whose story is read already) with its children's, recursively."""
     recorded = None
@@ -93,10 +93,9 @@ def rolled_up(node: TaskNode) -> Story:
 
 
 def _line(node: TaskNode) -> str:
-    what = "task" if node.kind == "task" else node.kind
     cost = f"${node.story.cost_usd:.4f}"
     return (
-        f"[bold]{escape(node.task_id)}[/bold]  {what} · agent {escape(node.agent)} · "
+        f"[bold]{escape(node.task_id)}[/bold]  {node.kind} · agent {escape(node.agent)} · "
         f"{escape(node.status)} · {node.steps} step(s) · {cost}"
     )
 

@@ -1,6 +1,8 @@
 """The CLI surface: `openloop ask`, `approve`, `reply`, `cancel`, `extend`.
 
-Like every surface it only starts or signals workflows; `ask` then follows the task live
+Like every surface it only starts, signals or updates workflows: `approve`, `deny` and
+`extend` go through the task's decision update (`surfaces.decisions.decide`) and say at once
+whether the decision counted, or why not (exit 1). `ask` then follows the task live
 (`surfaces.cli.follow`) until it finishes. With no terminal to answer on, `ask` stops
 following when the task waits for a person and prints the command that moves it on
 (exit 0), unless `--timeout` says how long to follow (exit 3 if it is still running then).
@@ -30,12 +32,15 @@ from surfaces.cli.approval_view import what_is_asked
 from surfaces.cli.follow import Followed, follow_task
 from surfaces.cli.terminal import commands, make_console
 from surfaces.client import connect
+from surfaces.decisions import NO_ANSWER, decide
 from surfaces.tasks import start_task, task_id_for
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
     ApprovalDecision,
     BudgetExtension,
     CancelRequest,
+    Decision,
+    DecisionVerdict,
     SurfaceContext,
     TaskStatus,
     UserMessage,
@@ -84,7 +89,7 @@ def register(app: typer.Typer) -> None:
         user: str = typer.Option(default_user(), "--as", help="Approver identity"),
     ) -> None:
         """Approve (or deny) the action a task is waiting on."""
-        asyncio.run(_decide(task_id, user, not deny))
+        asyncio.run(_closing_pools(_decide(task_id, user, not deny)))
 
     @app.command()
     def deny(
@@ -92,7 +97,7 @@ def register(app: typer.Typer) -> None:
         user: str = typer.Option(default_user(), "--as", help="Approver identity"),
     ) -> None:
         """Deny the action a task is waiting on (same as `approve --deny`)."""
-        asyncio.run(_decide(task_id, user, False))
+        asyncio.run(_closing_pools(_decide(task_id, user, False)))
 
     @app.command()
     def reply(task_id: str, text: str, user: str = typer.Option(default_user(), "--as")) -> None:
@@ -122,14 +127,12 @@ def register(app: typer.Typer) -> None:
         if usd <= 0 and tokens <= 0 and iterations <= 0:
             console.print("[red]Give at least one of --usd, --tokens, --iterations.[/]")
             raise typer.Exit(2)
-        asyncio.run(
-            _signal(
-                task_id,
-                AgentTaskWorkflow.extend_budget,
-                BudgetExtension(user, usd, tokens, iterations),
-            )
+        extension = BudgetExtension(user, usd, tokens, iterations)
+        asyncio.run(_closing_pools(_send(Settings.from_env(), None, task_id, Decision(extend=extension))))
+        console.print(
+            f"Extended the budget of {task_id} by ${usd:.2f}, {tokens} tokens, {iterations} "
+            f"iterations as {user}; a task paused by it resumes where it stopped."
         )
-        console.print(f"Extension sent to {task_id} (only an approver's extension counts).")
 
 
 async def _client(settings: Settings) -> Client:
@@ -194,6 +197,7 @@ async def _ask(
         user=user,
         leave_when_waiting=not interactive and follow_seconds is None,
         follow_seconds=follow_seconds,
+        database_url=settings.database_url,
     )
     if followed.left == "waiting":
         console.print(
@@ -204,20 +208,43 @@ async def _ask(
 
 
 async def _decide(task_id: str, user: str, approved: bool) -> None:
-    client = await _client(Settings.from_env())
+    settings = Settings.from_env()
+    client = await _client(settings)
     handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
+    # The decision names the request it answers: the one pending now, as the task tells it.
     status = await handle.query(AgentTaskWorkflow.status)
     pending = status.pending_approval
     if pending is None:
         console.print(f"[red]{task_id} is not waiting for an approval[/] (status {status.status.value}).")
         raise typer.Exit(1)
-    if user not in pending.approvers:
-        console.print(f"[red]{user} may not approve this[/]; approvers: {', '.join(pending.approvers)}")
-        raise typer.Exit(1)
-    decision = ApprovalDecision(pending.request_id, pending.action_id, user)
-    await handle.signal(AgentTaskWorkflow.approve if approved else AgentTaskWorkflow.deny, decision)
+    answer = ApprovalDecision(pending.request_id, pending.action_id, user)
+    await _send(settings, client, task_id, Decision(approve=answer) if approved else Decision(deny=answer))
     verb = "Approved" if approved else "Denied"
     console.print(f"{verb} {pending.tool} {what_is_asked(pending)} as {user}.")
+
+
+async def _send(settings: Settings, client: Client | None, task_id: str, decision: Decision) -> None:
+    """Send a decision to the task; say why and exit 1 unless it counted."""
+    client = client or await _client(settings)
+    try:
+        verdict = await decide(client.get_workflow_handle(task_id), settings.database_url, decision)
+    except RPCError as exc:
+        console.print(f"[red]Cannot reach task {task_id}:[/] {exc.message}")
+        raise typer.Exit(1) from None
+    if verdict.problem == NO_ANSWER:
+        later = "a worker that picks the task up judges it then"
+        console.print(f"[yellow]Not confirmed:[/] {escape(verdict.reason)}; {later}.")
+        raise typer.Exit(1)
+    if not verdict.counted:
+        console.print(f"[red]Not counted:[/] {escape(_not_counted(verdict))}")
+        raise typer.Exit(1)
+
+
+def _not_counted(verdict: DecisionVerdict) -> str:
+    """Why a decision did not count, and who may decide instead."""
+    if verdict.problem == "not_approver":
+        return f"{verdict.reason}; approvers: {', '.join(verdict.approvers) or 'nobody'}"
+    return verdict.reason
 
 
 async def _signal(

@@ -2,10 +2,12 @@
 
 Events reach `handle_event` from the Slack inbox, after the ack: it starts the task (the
 workflow id derives from the event id, so a redelivered event finds the task it started) or
-signals it. Button clicks reach `handle_interaction` before the ack, which only signals
-("Show diff" only acks: `surfaces.slack.diff_button` posts the diff afterwards).
-Anything else Slack should see (a "no agent here" reply, an ephemeral "not allowed") is a
-follow-up run afterwards. Agent work never runs here.
+signals it. Button clicks reach `handle_interaction` before the ack, which only reads them:
+an approval click is sent after the ack through the task's decision update
+(`surfaces.decisions.decide`), and a click that did not count is told why, privately ("Show
+diff" only acks too: `surfaces.slack.diff_button` posts the diff afterwards). Anything else
+Slack should see (a "no agent here" reply) is a follow-up run afterwards as well. Agent work
+never runs here.
 
 `Outcome` lives in `surfaces.slack.outcome`, the payload readers in `surfaces.slack.payloads`,
 the thread-to-task lookup in `surfaces.slack.waiting`.
@@ -14,12 +16,11 @@ the thread-to-task lookup in `surfaces.slack.waiting`.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.service import RPCError, RPCStatusCode
+from temporalio.client import Client
+from temporalio.service import RPCError
 
 from activities.slack import blocks
 from activities.slack.client import SlackNotConfigured, bot_client, error_code
@@ -28,26 +29,20 @@ from activities.slack.status import STOP_ACTION
 from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
-from surfaces.decisions import closed_reason, refusal
+from surfaces.decisions import FAILED, NO_ANSWER, closed_reason, decide
 from surfaces.limits import too_large_for_temporal
 from surfaces.slack import directory_events
 from surfaces.slack.assistant import DirectMessages, allowed_bot, is_direct
 from surfaces.slack.diff_button import DiffButton
-from surfaces.slack.outcome import Followup, Outcome
+from surfaces.slack.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
 from surfaces.slack.steering import Steering
 from surfaces.slack.waiting import RecentKeys, WaitingTasks
 from surfaces.tasks import start_task, task_id_for
-from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import (
-    ApprovalDecision,
-    SurfaceContext,
-    TaskStatusView,
-)
+from workflows.types import ApprovalDecision, Decision, DecisionVerdict, SurfaceContext
 
 log = logging.getLogger("openloop.slack")
 
-QUERY_TIMEOUT = timedelta(seconds=2)
 DEFAULT_REQUEST = "Read this thread and help with it."
 
 
@@ -206,62 +201,30 @@ class SlackDispatcher:
         if parsed is None or not isinstance(user, str) or not isinstance(channel, str):
             return Outcome("malformed approval click", status=400)
         task_id, request_id, action_id = parsed
+        answer = ApprovalDecision(request_id, action_id, approver=user)
+        verb = "approve" if action["action_id"] == blocks.APPROVE_ACTION else "deny"
+        decision = Decision(approve=answer) if verb == "approve" else Decision(deny=answer)
 
-        def tell(text: str) -> Followup:
-            return lambda: self._ephemeral(channel, user, thread, text)
+        async def decided() -> None:
+            await self._decide(task_id, decision, channel, user, thread)
 
-        handle = self.temporal.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
+        return Outcome(f"{verb} click on {task_id}", followups=[decided])
+
+    async def _decide(
+        self, task_id: str, decision: Decision, channel: str, user: str, thread: str | None
+    ) -> None:
+        """Send a click's decision to the task; tell the clicker, privately, if it did not count."""
         try:
-            description = await handle.describe()
+            handle = self.temporal.get_workflow_handle(task_id)
+            verdict = await decide(handle, self.settings.database_url, decision)
         except RPCError as exc:
-            if exc.status != RPCStatusCode.NOT_FOUND:
-                return Outcome("describe failed", status=503)
-            return Outcome(
-                "unknown task",
-                followups=[tell(blocks.request_closed_text("belongs to a task that no longer exists"))],
-            )
-        if description.status != WorkflowExecutionStatus.RUNNING:
-            return Outcome(
-                "task finished",
-                followups=[tell(blocks.request_closed_text("is for a task that has already finished"))],
-            )
-        view = await self._status(handle)
-        problem = refusal(view, request_id, action_id, user) if view else None
-        approve = action["action_id"] == blocks.APPROVE_ACTION
-        signal = AgentTaskWorkflow.approve if approve else AgentTaskWorkflow.deny
-        if problem is not None and problem.kind == "expired":
-            # Not sent: the task's own timer ends the request, and says so on the card.
-            expired = blocks.request_closed_text("has expired")
-            return Outcome("refused click: expired", followups=[tell(expired)])
-        # A refused click is sent too: the task refuses it by the same rule, audits it with the
-        # reason, and its history keeps it for `openloop explain`.
-        try:
-            await handle.signal(signal, ApprovalDecision(request_id, action_id, approver=user))
-        except RPCError as exc:
-            log.error("could not signal %s: %s", task_id, exc.status.name)
-            if problem is None:
-                return Outcome("signal failed", status=503)
-        if problem is not None:
-            pending = view.pending_approval if view is not None else None
-            text = (
-                blocks.not_allowed_to_approve_text(pending.approvers)
-                if problem.kind == "not_approver" and pending is not None
-                else blocks.request_closed_text(closed_reason(problem))
-            )
-            log.info("slack click on %s by %s refused: %s", task_id, user, problem.reason)
-            return Outcome(f"refused click: {problem.reason}", followups=[tell(text)])
-        log.info("slack click %s on %s by %s", "approve" if approve else "deny", task_id, user)
-        return Outcome("approved" if approve else "denied")
-
-    async def _status(self, handle: Any) -> TaskStatusView | None:
-        """The task's pending request; None when no worker answers in time (the workflow
-        checks the decision again itself)."""
-        try:
-            view: TaskStatusView = await handle.query(AgentTaskWorkflow.status, rpc_timeout=QUERY_TIMEOUT)
-            return view
-        except Exception as exc:  # query failures come in several types; all mean "unknown"
-            log.warning("status query of %s failed: %s", handle.id, type(exc).__name__)
-            return None
+            log.error("could not send a decision to %s: %s", task_id, exc.status.name)
+            verdict = DecisionVerdict(False, "Temporal could not be reached", FAILED)
+        if verdict.counted:
+            log.info("slack click on %s by %s counted", task_id, user)
+            return
+        log.info("slack click on %s by %s not counted: %s", task_id, user, verdict.reason)
+        await self._ephemeral(channel, user, thread, _not_counted_text(verdict))
 
     # Follow-ups ----------------------------------------------------------------------------
 
@@ -272,6 +235,17 @@ class SlackDispatcher:
         await bot_client(self.settings).chat_postEphemeral(
             channel=channel, user=user, text=text, thread_ts=thread
         )
+
+
+def _not_counted_text(verdict: DecisionVerdict) -> str:
+    """What the clicker reads when their click did not count."""
+    if verdict.problem == "not_approver":
+        return blocks.not_allowed_to_approve_text(verdict.approvers)
+    if verdict.problem == NO_ANSWER:
+        return f"Your decision is not confirmed: {verdict.reason}. It counts if the request is open then."
+    if verdict.problem in (FAILED, "invalid"):
+        return f"Your decision could not be taken ({verdict.reason}); nothing was changed. Try again later."
+    return blocks.request_closed_text(closed_reason(verdict.problem))
 
 
 def _obj(value: object) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from activities.store.db import get_pool
 from surfaces import playbook_events
-from surfaces.app import add_background
+from surfaces.background import add_background
 from surfaces.limits import too_large_for_temporal
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher

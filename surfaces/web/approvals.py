@@ -1,5 +1,5 @@
-"""The approvals inbox page and its Approve/Deny form (`surfaces.web.approval_inbox` does the
-checking and signalling). A plain form post answers with the inbox and the verdict; an htmx
+"""The approvals inbox page and its Approve/Deny form (`surfaces.web.approval_inbox` sends the
+decision to the task). A plain form post answers with the inbox and the verdict; an htmx
 post with the verdict alone, in place of the request it decided.
 """
 
@@ -9,14 +9,14 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
 from surfaces.web.approval_inbox import Pending, Verdict, decide, inbox
-from surfaces.web.auth import Person, person, require_csrf
+from surfaces.web.auth import Person, Role, person, require_csrf
 from surfaces.web.common import render, temporal
 
 router = APIRouter()
 
 
 async def _inbox(request: Request, who: Person) -> tuple[list[Pending], int]:
-    if not who.can("approver"):
+    if not who.can(Role.APPROVER):
         _, waiting = await inbox(temporal(request), ())
         return [], waiting
     return await inbox(temporal(request), who.ids)
@@ -32,16 +32,19 @@ async def approvals(request: Request, who: Person = Depends(person)) -> HTMLResp
 async def decide_approval(request: Request, task_id: str, who: Person = Depends(person)) -> HTMLResponse:
     form = await require_csrf(request, who)
     decision = form.get("decision", "")
-    if not who.can("approver"):
+    if not who.can(Role.APPROVER):
         verdict = Verdict(False, 403, f"Not counted: you are signed in as a {who.role}, who cannot approve.")
     elif decision not in ("approve", "deny"):
         verdict = Verdict(False, 400, "Not counted: the form must say approve or deny.")
     else:
+        # The form names which of the person's names may decide (the inbox found it); a name
+        # that is not theirs is never sent: their own is, and the task judges it.
+        named = str(form.get("approver", ""))
         verdict = await decide(
             temporal(request),
             request.app.state.settings.database_url,
             task_id,
-            who.ids,
+            named if named in who.ids else who.user,
             form.get("request_id", ""),
             form.get("action_id", ""),
             decision == "approve",

@@ -38,6 +38,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from pathlib import Path
 from urllib.parse import quote
 
@@ -49,7 +50,16 @@ from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.web.sessions import SESSION_SECONDS, SessionRow, SessionStore
 
-ROLES = ("viewer", "approver", "admin")
+
+class Role(StrEnum):
+    """What a person may do on the dashboard; each role may do what the ones before it may."""
+
+    VIEWER = "viewer"
+    APPROVER = "approver"
+    ADMIN = "admin"
+
+
+ROLES = tuple(role.value for role in Role)
 COOKIE = "openloop_dashboard"
 LOGIN_TOKEN_SECONDS = 24 * 3600  # `openloop up` may run long before someone opens the link
 SECRET_ENV = "OPENLOOP_DASHBOARD_SECRET"
@@ -60,7 +70,7 @@ PREFIX = "/dashboard"
 @dataclass(frozen=True)
 class Person:
     user: str  # the identity approvals name: a Slack user id, `cli:local`, an email
-    role: str
+    role: Role
     csrf: str = ""  # set once the person has a session
     also: tuple[str, ...] = ()  # the same person's other identities (a GitHub login, an email)
 
@@ -68,7 +78,7 @@ class Person:
     def ids(self) -> tuple[str, ...]:
         return (self.user, *self.also)
 
-    def can(self, role: str) -> bool:
+    def can(self, role: Role) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
 
 
@@ -121,7 +131,7 @@ def login_url(settings: Settings, user: str, role: str = "admin", ttl_seconds: i
 
 
 # An OIDC session's role now, from its names; None when such sessions no longer count.
-RoleRule = Callable[[list[str]], Awaitable[str | None]]
+RoleRule = Callable[[list[str]], Awaitable[Role | None]]
 
 
 class Sessions:
@@ -173,7 +183,7 @@ class Sessions:
         if float(payload.get("exp", now)) < now:
             return None
         self._used[nonce] = now + LOGIN_TOKEN_SECONDS
-        return Person(str(payload["user"]), str(payload["role"])), nonce
+        return Person(str(payload["user"]), Role(payload["role"])), nonce
 
     def _csrf(self, session_id: str) -> str:
         self._pair()
@@ -207,7 +217,7 @@ class Sessions:
             role = await self._derive_role(list(row.ids)) if self._derive_role else None
         if role not in ROLES:
             return None
-        return Person(row.user, str(role), self._csrf(session_id), row.also)
+        return Person(row.user, Role(role), self._csrf(session_id), row.also)
 
     async def end(self, cookie: str | None) -> None:
         """Revoke the cookie's session: the cookie, and any copy of it, signs in no more."""
@@ -263,7 +273,7 @@ async def person(request: Request) -> Person:
     return found
 
 
-def require(found: Person, role: str) -> None:
+def require(found: Person, role: Role) -> None:
     if not found.can(role):
         raise HTTPException(403, f"this needs the {role} role; you are signed in as {found.role}")
 

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from activities.store.agents import get_agent, list_agents
 from activities.store.memory import forget, list_memories, search
-from surfaces.web.auth import PREFIX, Person, person, require, require_csrf
+from surfaces.web.auth import PREFIX, Person, Role, person, require, require_csrf
 from surfaces.web.common import pool, render
 from workflows.types import MemoryScopeRef
 
@@ -80,7 +80,7 @@ async def memory(request: Request, who: Person = Depends(person)) -> HTMLRespons
 @router.post("/memory/{memory_id}/forget")
 async def forget_memory(request: Request, memory_id: str, who: Person = Depends(person)) -> Response:
     form = await require_csrf(request, who)
-    require(who, "admin")
+    require(who, Role.ADMIN)
     reason = form.get("reason", "").strip()[:200]
     gone = await forget(
         await pool(request), memory_id, who.user, f"dashboard: {reason}" if reason else "dashboard"

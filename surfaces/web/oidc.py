@@ -33,6 +33,7 @@ from config.settings import OidcSettings, Settings
 from surfaces.web.auth import (
     PREFIX,
     Person,
+    Role,
     RoleRule,
     dashboard_base,
     dashboard_secret,
@@ -156,21 +157,21 @@ def identities(oidc: OidcSettings, claims: Mapping[str, Any]) -> list[str]:
     return names or [f"oidc:{claims.get('sub')}"]
 
 
-async def role_for(settings: Settings, oidc: OidcSettings, names: list[str]) -> str:
+async def role_for(settings: Settings, oidc: OidcSettings, names: list[str]) -> Role:
     if any(name in oidc.admins for name in names):
-        return "admin"
+        return Role.ADMIN
     if settings.database_url:
         agents = await latest_agents(await get_pool(settings.database_url))
         if any(policy.may_approve(agent.config, name) for agent in agents for name in names):
-            return "approver"
-    return "viewer"
+            return Role.APPROVER
+    return Role.VIEWER
 
 
 def session_role(settings: Settings) -> RoleRule:
     """The role of an OIDC session now, from the person's names (`role_for`); None once OIDC
     sign-in is no longer configured."""
 
-    async def derive(names: list[str]) -> str | None:
+    async def derive(names: list[str]) -> Role | None:
         oidc = configured(settings)
         return await role_for(settings, oidc, names) if oidc is not None else None
 

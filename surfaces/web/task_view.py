@@ -4,7 +4,8 @@ explanation, cost by model, reply), asked of a running task itself when a worker
 and read from its history otherwise. A finished task's history is whole, so it is not asked:
 answering would replay all of it on a worker for each of two queries (0.35 s each at 100
 steps, `python -m bench dashboard`); the tool calls it refused, which leave no event, come
-from its audit rows. Pure reads: nothing here signals a task.
+from its audit rows, as do the decisions its decision update refused (running or not).
+Pure reads: nothing here signals a task.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from surfaces.task_lookup import (
     with_refusals,
     worker_is_polling,
 )
-from surfaces.timeline import Entry, story_from_history
+from surfaces.timeline import Entry, EntryKind, story_from_history
 from workers import history as histories
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
@@ -184,7 +185,7 @@ async def task_page(client: Client, task_id: str, pool: AsyncConnectionPool | No
     )
     if story.task is not None:
         page.request, page.requester = story.task.request, story.task.context.user
-    approvals = [entry.what for entry in story.entries if entry.kind == "approval"]
+    approvals = [entry.what for entry in story.entries if entry.kind is EntryKind.APPROVAL]
     if asked is not None:
         explanation, view = asked
         page.live, page.view, page.step = True, view, view.step
@@ -207,6 +208,8 @@ async def task_page(client: Client, task_id: str, pool: AsyncConnectionPool | No
         page.reason = qualified_reason(known, page.reason, approvals)
         if known.finished:
             page.next_action = next_action(known, task_id, surface=surface) or page.next_action
+    if pool is not None:
+        page.entries = await with_refused_decisions(pool, task_id, page.entries)
     page.cost_by_model = cost_by_model(page.entries)
     page.cost_usd = sum(cost for _, _, cost in page.cost_by_model)
     return page
@@ -219,14 +222,35 @@ async def with_audited_refusals(pool: AsyncConnectionPool, task_id: str, entries
     refused = [
         Entry(
             datetime.fromisoformat(row["created_at"]),
-            "refused",
+            EntryKind.REFUSED,
             f"{row['tool']}: {row['outcome']}",
             row["step"],
         )
         for row in reversed(rows)
     ]
+    return _in_order(entries, refused)
+
+
+async def with_refused_decisions(
+    pool: AsyncConnectionPool, task_id: str, entries: list[Entry]
+) -> list[Entry]:
+    """`entries` and the decisions the task's decision update refused: they never reach its
+    history, only the audit rows the surfaces wrote for them (`surfaces.decisions.decide`)."""
+    refused: list[Entry] = []
+    for kind in ("approval_refused", "budget_extension_refused"):
+        for row in await list_audit(pool, task_id=task_id, kind=kind, limit=1000):
+            asked = row["arguments_preview"] if isinstance(row["arguments_preview"], dict) else {}
+            what = asked.get("decision") or "budget extension"
+            said = f"{what} from {row['approver']} refused: {row['outcome']}"
+            refused.append(
+                Entry(datetime.fromisoformat(row["created_at"]), EntryKind.REFUSED, said, who=row["approver"])
+            )
+    return _in_order(entries, refused)
+
+
+def _in_order(entries: list[Entry], more: list[Entry]) -> list[Entry]:
     floor = datetime.min.replace(tzinfo=UTC)
-    return sorted(entries + refused, key=lambda entry: entry.at or floor) if refused else entries
+    return sorted(entries + more, key=lambda entry: entry.at or floor) if more else entries
 
 
 def cost_by_model(entries: list[Entry]) -> list[tuple[str, int, float]]:
@@ -234,7 +258,7 @@ def cost_by_model(entries: list[Entry]) -> list[tuple[str, int, float]]:
     calls: dict[str, int] = defaultdict(int)
     costs: dict[str, float] = defaultdict(float)
     for entry in entries:
-        if entry.kind == "model":
+        if entry.kind is EntryKind.MODEL:
             model = entry.what.split(": ", 1)[0]
             calls[model] += 1
             costs[model] += entry.cost_usd

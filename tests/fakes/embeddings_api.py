@@ -16,7 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from activities.llm.embeddings import hashing_embedding
+from activities.store.embeddings import hashing_embedding
 
 PATHS = ("/v1/embeddings", "/embeddings")
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from activities.llm import health
-from activities.llm.providers import API_BASE_ENV
+from activities.providers import API_BASE_ENV
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
 

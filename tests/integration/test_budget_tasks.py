@@ -15,9 +15,10 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.llm.model_activities import call_model
-from activities.llm.providers import price_per_token
+from activities.providers import price_per_token
 from activities.runtime import runtime
 from activities.store.store_activities import save_task_constants
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, Recorded, Scripted
@@ -73,7 +74,10 @@ async def run_tasks(client: Client, task_queue: str, cap: float, mode: str, n: i
     script = Script([])
     agent = parse_agent(AGENT.format(name=f"budget-{uuid.uuid4().hex[:6]}", cap=cap, mode=mode))
     context = SurfaceContext("slack", "C1", "U_BOB")
-    inputs = [TaskInput(f"task-{uuid.uuid4().hex[:10]}", agent, 1, context, f"q{i}") for i in range(n)]
+    tools = specs_for(agent)
+    inputs = [
+        TaskInput(f"task-{uuid.uuid4().hex[:10]}", agent, 1, context, f"q{i}", tools=tools) for i in range(n)
+    ]
     stand_ins = script.activities()[2:]  # everything but the model and its row: the real ones run
     async with Worker(
         client,

@@ -18,6 +18,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
 from typer.testing import CliRunner
 
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from surfaces.cli.follow import follow_task
 from surfaces.cli.main import app
@@ -57,12 +58,14 @@ async def worker(client: Client, task_queue: str) -> AsyncIterator[Worker]:
 
 async def _start(client: Client, task_queue: str) -> Handle:
     agent = f"triage-{uuid.uuid4().hex[:8]}"
+    config = parse_agent(ISSUES_YAML.replace("{name: triage}", f"{{name: {agent}}}"))
     inp = TaskInput(
         task_id=f"task-cli-follow-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(ISSUES_YAML.replace("{name: triage}", f"{{name: {agent}}}")),
+        agent=config,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="ops", user="U_BOB"),
         request="open an issue for the flaky deploy step",
+        tools=specs_for(config),
     )
     attributes = TypedSearchAttributes(
         [

@@ -20,6 +20,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
 from typer.testing import CliRunner, Result
 
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from surfaces.cli.main import app
 from tests.helpers import pending_approval
@@ -66,16 +67,18 @@ class Tasks:
 
 
 async def _start(client: Client, yaml_text: str, agent: str, channel: str, task_queue: str) -> Handle:
+    config = parse_agent(
+        yaml_text.replace("{name: helper}", f"{{name: {agent}}}").replace(
+            "{name: triage}", f"{{name: {agent}}}"
+        )
+    )
     inp = TaskInput(
         task_id=f"task-cli-observe-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(
-            yaml_text.replace("{name: helper}", f"{{name: {agent}}}").replace(
-                "{name: triage}", f"{{name: {agent}}}"
-            )
-        ),
+        agent=config,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel=channel, user="U_BOB"),
         request="what did we decide about deploys?",
+        tools=specs_for(config),
     )
     attributes = TypedSearchAttributes(
         [
@@ -100,8 +103,8 @@ async def tasks(client: Client, task_queue: str) -> AsyncIterator[Tasks]:
             say("Tuesdays.", (210, 15), 0.0004)
             if inp.step > 1
             else use(
-                "github.create_issue" if inp.agent_name.startswith("triage") else "memory.search",
-                ISSUE_ARGS if inp.agent_name.startswith("triage") else SEARCH_ARGS,
+                "github.create_issue" if inp.task.agent_name.startswith("triage") else "memory.search",
+                ISSUE_ARGS if inp.task.agent_name.startswith("triage") else SEARCH_ARGS,
                 "c1",
                 (150, 20),
                 0.0003,

@@ -17,13 +17,13 @@ import pytest
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.code.code_activities import run_code_tool
 from activities.loops import workspace
 from activities.loops.host import configure_host
 from activities.loops.sandbox import sandbox_problem
 from activities.runtime import runtime
 from activities.store import loops as loop_rows
 from activities.store.changes import FileChange, load_changes
+from activities.tools.code_activities import run_code_tool
 from activities.tools.tool_activities import execute_tool
 from config.settings import Settings
 from tests.integration.loop_env import DEMO, PYTEST

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 from markupsafe import escape
+from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
@@ -27,6 +28,7 @@ from activities.store.db import get_pool
 from activities.store.ledger import UsageRow, write_usage
 from activities.store.memory import remember
 from activities.store.store_activities import record_audit
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from config.settings import Settings
 from surfaces.app import create_app
@@ -38,8 +40,9 @@ from tests.workflow.scripted import Script, say, use
 from workers.sandbox import workflow_runner
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
 from workflows.policy import memory_scope
-from workflows.types import SurfaceContext, TaskInput, TaskResult, TaskStatus
+from workflows.types import ActivityName, SurfaceContext, TaskInput, TaskResult, TaskStatus
 
 Handle = WorkflowHandle[AgentTaskWorkflow, TaskResult]
 D = "/dashboard"
@@ -62,6 +65,7 @@ async def _start(client: Client, yaml_text: str, agent: str, channel: str, task_
         agent_version=1,
         context=SurfaceContext(surface="cli", channel=channel, user="U_BOB"),
         request="what did we decide about deploys?",
+        tools=specs_for(config),
     )
     attributes = TypedSearchAttributes(
         [
@@ -91,8 +95,8 @@ async def tasks(client: Client, task_queue: str) -> AsyncIterator[Tasks]:
             say("Tuesdays.", (210, 15), 0.0004)
             if inp.step > 1
             else use(
-                "github.create_issue" if inp.agent_name.startswith("triage") else "memory.search",
-                ISSUE_ARGS if inp.agent_name.startswith("triage") else SEARCH_ARGS,
+                "github.create_issue" if inp.task.agent_name.startswith("triage") else "memory.search",
+                ISSUE_ARGS if inp.task.agent_name.startswith("triage") else SEARCH_ARGS,
                 "c1",
                 (150, 20),
                 0.0003,
@@ -230,25 +234,76 @@ async def test_a_viewer_cannot_approve(web: httpx.AsyncClient, tasks: Tasks) -> 
     assert (await tasks.waiting.query(AgentTaskWorkflow.status)).status == TaskStatus.WAITING_APPROVAL
 
 
-async def test_an_approver_decides_only_for_agents_naming_them(web: httpx.AsyncClient, tasks: Tasks) -> None:
+async def test_an_approver_decides_only_for_agents_naming_them(
+    web: httpx.AsyncClient, tasks: Tasks, pg_url: str
+) -> None:
     csrf = await sign_in(web, "U_BOB", "approver")
     inbox = await web.get(f"{D}/approvals")
     assert tasks.waiting.id not in inbox.text and "wait for other approvers" in inbox.text
-    refused = await _decide(web, tasks, csrf)
-    assert refused.status_code == 403 and "not an approver of triage-" in refused.text
-    assert (await tasks.waiting.query(AgentTaskWorkflow.status)).status == TaskStatus.WAITING_APPROVAL
-    # Told to the task as a refused Slack click is: it refuses it by the same rule and keeps it
-    # in its audit and its timeline.
+    # The task's own verdict, at once: refused, with the reason and who may decide.
     reason = "U_BOB is not an approver of this agent"
-    for _ in range(50):
-        ignored = [a for a in tasks.script.audits if a.kind == "approval_ignored" and a.approver == "U_BOB"]
-        if ignored:
-            break
-        await asyncio.sleep(0.1)
-    assert [a.outcome for a in ignored] == [reason] and ignored[0].task_id == tasks.waiting.id
-    page = await web.get(f"{D}/tasks/{tasks.waiting.id}")
-    assert f"approve from U_BOB ignored: {reason}" in page.text, page.text
+    refused = await _decide(web, tasks, csrf)
+    assert refused.status_code == 403 and f"Not counted: {reason}; its approvers: U_ALICE" in refused.text
     assert (await tasks.waiting.query(AgentTaskWorkflow.status)).status == TaskStatus.WAITING_APPROVAL
+    # Refused at the door, so not in the task's history: audited, and in its timeline from there.
+    assert await refusals(pg_url, tasks.waiting.id, "U_BOB") == [("approval_refused", reason)]
+    page = await web.get(f"{D}/tasks/{tasks.waiting.id}")
+    assert f"approve from U_BOB refused: {reason}" in page.text, page.text
+    assert (await tasks.waiting.query(AgentTaskWorkflow.status)).status == TaskStatus.WAITING_APPROVAL
+
+
+async def refusals(pg_url: str, task_id: str, approver: str) -> list[tuple[str, str]]:
+    pool = await get_pool(pg_url)
+    async with pool.connection() as conn:
+        cursor = await conn.execute(
+            "SELECT kind, outcome FROM audit_log WHERE task_id = %s AND approver = %s ORDER BY id",
+            (task_id, approver),
+        )
+        return [(row["kind"], row["outcome"]) for row in await cursor.fetchall()]
+
+
+async def test_a_member_of_an_approver_group_approves_from_the_inbox_and_an_outsider_hears_why_not(
+    web: httpx.AsyncClient, client: Client, task_queue: str, pg_url: str
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    script = Script([use("github.create_issue", ISSUE_ARGS, "c1"), say("Filed it.")])
+
+    # The real activity reads the group's members from Slack; this one knows them.
+    @activity.defn(name=ActivityName.PREPARE_APPROVAL)
+    async def prepare_approval(inp: PrepareApprovalInput) -> PrepareApprovalResult:
+        groups = {"S0TRIAGE": ["U_CAROL", "U_DAN"]}
+        return PrepareApprovalResult([m for a in inp.approvers for m in groups.get(a, [a])], 0.0)
+
+    activities = [a for a in script.activities() if a.__name__ != "prepare_approval"]
+    grouped = ISSUES_YAML.replace("approvers: [U_ALICE]", "approvers: [S0TRIAGE]")
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=[*activities, prepare_approval],
+        workflow_runner=workflow_runner(),
+    ):
+        waiting = await _start(client, grouped, f"triage-{suffix}", f"eng-{suffix}", task_queue)
+        pending = await pending_approval(waiting)
+        form = {"request_id": pending.request_id, "action_id": pending.action_id, "decision": "approve"}
+
+        csrf = await sign_in(web, "U_BOB", "approver")
+        refused = await web.post(f"{D}/approvals/{waiting.id}", data={**form, "csrf": csrf})
+        reason = "U_BOB is not an approver of this agent"
+        assert refused.status_code == 403 and f"{reason}; its approvers: S0TRIAGE" in refused.text
+        assert await refusals(pg_url, waiting.id, "U_BOB") == [("approval_refused", reason)]
+
+        csrf = await sign_in(web, "U_CAROL", "approver")
+        inbox = await web.get(f"{D}/approvals")
+        assert waiting.id in inbox.text and 'name="approver" value="U_CAROL"' in inbox.text
+        counted = await web.post(
+            f"{D}/approvals/{waiting.id}", data={**form, "csrf": csrf, "approver": "U_CAROL"}
+        )
+        assert counted.status_code == 200 and "Approved by U_CAROL" in counted.text, counted.text
+        assert (await waiting.result()).status == TaskStatus.SUCCESS
+    ran = [call for call in script.tool_calls if call.tool == "github.create_issue"]
+    assert ran and ran[-1].approval is not None and ran[-1].approval.approver == "U_CAROL"
+    assert await refusals(pg_url, waiting.id, "U_CAROL") == []
 
 
 async def test_a_forged_or_missing_csrf_token_is_refused(web: httpx.AsyncClient, tasks: Tasks) -> None:

@@ -231,6 +231,9 @@ async def test_an_approver_signed_in_by_oidc_sees_only_their_agents_approvals(
     inbox = await web.get(f"{D}/approvals")
     assert handle.id in inbox.text and "Flaky deploy step" in inbox.text
     form["csrf"] = re.search(r'name="csrf" value="([^"]+)"', inbox.text).group(1)  # type: ignore[union-attr]
+    # The inbox's form names the one of her names that may decide; the decision is sent as it.
+    form["approver"] = re.search(r'name="approver" value="([^"]+)"', inbox.text).group(1)  # type: ignore[union-attr]
+    assert form["approver"] == f"carol-{suffix}"
     counted = await web.post(f"{D}/approvals/{handle.id}", data=form)
     assert counted.status_code == 200 and f"Approved by carol-{suffix}" in counted.text, counted.text
     assert (await handle.result()).status == TaskStatus.SUCCESS

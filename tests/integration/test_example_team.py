@@ -15,7 +15,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities import runtime as activity_runtime
 from activities.store.db import apply_migrations
-from activities.store.team_activities import teammate_input
+from activities.team_activities import teammate_input
 from config.loader import EXAMPLES_DIR, example_agent
 from config.settings import Settings
 from workers.up import apply_examples_on_first_run

@@ -9,23 +9,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from temporalio.testing import ActivityEnvironment
-
-from activities.llm.model_activities import call_model
 from activities.runtime import runtime
 from activities.store.memory import remember
 from activities.store.transcript import TOOL_OUTPUT_PREVIEW_CHARS
 from config.agent import OFFLINE_EMBEDDING
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from tests.integration.test_model_activity import call_input, rows
-from workflows.types import (
-    ChatMessage,
-    FoldedToolCall,
-    FoldedTools,
-    MemoryScopeRef,
-    SurfaceContext,
-)
+from tests.integration.test_model_activity import call_input, rows, run
+from workflows.types import ChatMessage, FoldedToolCall, MemoryScopeRef, SurfaceContext
 from workflows.untrusted import wrap_untrusted
 
 CONTEXT = SurfaceContext(surface="slack", channel="C0DEPLOY", user="U_BOB")
@@ -47,22 +38,23 @@ async def test_folded_searches_run_first_and_reach_the_model_bounded(api: FakeMo
     api.answer_tool_calls([tool_call("call_a", "memory__search", {"query": "deploy day", "k": 12})])
     start = call_input(tool_names=["memory.search"])
     task_id = start.task_id
-    first = await ActivityEnvironment().run(call_model, start)
+    first = await run(start)
 
     api.answer("Tuesdays, after the soak.")
-    folded = FoldedTools(
-        [FoldedToolCall(1, "call_a", "memory.search", {"query": "deploy day", "k": 12})], CONTEXT, scope
-    )
-    # The search the first answer asked for rides with the next call, before a user's message.
+    folded = [FoldedToolCall(1, "call_a", "memory.search", {"query": "deploy day", "k": 12})]
+    # The search the first answer asked for rides with the next call, before a user's message;
+    # it acts where the task's row says.
     follow = call_input(
         task_id=task_id,
         step=2,
         transcript_upto=first.transcript_upto,
         tool_names=["memory.search"],
         new_messages=[ChatMessage("user", "U_BOB: and on holidays?")],
-        run_first=folded,
+        fold=folded,
+        context=CONTEXT,
+        memory=scope,
     )
-    result = await ActivityEnvironment().run(call_model, follow)
+    result = await run(follow)
 
     assert result.text == "Tuesdays, after the soak."
     [searched] = result.tool_results
@@ -83,7 +75,7 @@ async def test_folded_searches_run_first_and_reach_the_model_bounded(api: FakeMo
 
     # A retry of an attempt that finished: the stored answer and the same tool results, with
     # the model asked and the search audited once.
-    again = await ActivityEnvironment().run(call_model, follow)
+    again = await run(follow)
     assert again == result and len(api.requests) == 2
     assert len(await rows("SELECT 1 FROM audit_log WHERE task_id = %s", task_id)) == 1
 
@@ -95,11 +87,9 @@ async def test_more_concurrent_calls_than_pool_connections_all_finish(db_setting
     calls = (pool.max_size or 10) + 4
 
     async def one(n: int) -> int:
-        folded = FoldedTools(
-            [FoldedToolCall(1, f"call_{n}", "memory.search", {"query": "deploy"})], CONTEXT, scope
-        )
-        inp = call_input(models=["offline/demo"], transcript_upto=0, run_first=folded)
-        result = await ActivityEnvironment().run(call_model, inp)
+        folded = [FoldedToolCall(1, f"call_{n}", "memory.search", {"query": "deploy"})]
+        inp = call_input(models=["offline/demo"], fold=folded, context=CONTEXT, memory=scope)
+        result = await run(inp)
         return len(result.tool_results)
 
     done = await asyncio.wait_for(asyncio.gather(*(one(n) for n in range(calls))), timeout=25)

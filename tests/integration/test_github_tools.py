@@ -24,8 +24,8 @@ from temporalio.exceptions import ApplicationError
 from activities.github import client as github_client
 from activities.github.client import marker
 from activities.runtime import Runtime
+from activities.tool_errors import ToolError
 from activities.tools.catalog import native
-from activities.tools.native import ToolError
 from config.settings import Settings
 from tests.fakes.github_api import FakeGitHub
 from workflows.types import (

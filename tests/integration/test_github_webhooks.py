@@ -21,6 +21,7 @@ from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.service import RPCError
 
 from activities.github import client as github_client
+from activities.tools.catalog import specs_for
 from config.settings import Settings
 from surfaces.tasks import task_id_for
 from tests.fakes.github_api import FakeGitHub
@@ -208,7 +209,7 @@ async def test_a_reply_in_a_thread_whose_task_waits_is_signalled(env: Env, clien
     attributes = TypedSearchAttributes([SearchAttributePair(search.STATUS, TaskStatus.WAITING_USER.value)])
     await client.start_workflow(
         AgentTaskWorkflow.run,
-        TaskInput(task_id, agent.config, agent.version, context, "question?"),
+        TaskInput(task_id, agent.config, agent.version, context, "question?", tools=specs_for(agent.config)),
         id=task_id,
         task_queue=env.settings.task_queue,
         search_attributes=attributes,

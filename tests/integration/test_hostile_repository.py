@@ -17,11 +17,11 @@ from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
 from activities import runtime as activity_runtime
-from activities.code.code_activities import run_code_tool
 from activities.loops import workspace
 from activities.loops.host import configure_host
 from activities.loops.loop_activities import acquire_workspace
 from activities.loops.sandbox import sandbox_problem
+from activities.tools.code_activities import run_code_tool
 from config.settings import Settings
 from tests.fakes.git_http import FakeGitHost
 from tests.integration.loop_env import PYTEST, TOKEN, loop_world, project_with

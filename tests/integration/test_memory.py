@@ -16,9 +16,9 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm.embeddings import hashing_embedding
 from activities.store import memory_search
 from activities.store.db import get_pool
+from activities.store.embeddings import hashing_embedding
 from activities.store.memory import (
     forget,
     list_memories,

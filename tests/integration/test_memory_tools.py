@@ -16,10 +16,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 from typer.testing import CliRunner
 
-from activities.llm.embeddings import embed
-from activities.llm.providers import API_BASE_ENV
+from activities.providers import API_BASE_ENV
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool
+from activities.store.embeddings import embed
 from activities.store.memory import list_memories, remember, search
 from activities.store.memory_search import hnsw_index_name
 from activities.store.store_activities import recall

@@ -13,6 +13,7 @@ from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig
 from temporalio.worker import Worker
 
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from tests.workflow.record_histories import HELPER_YAML, SEARCH_ARGS
 from tests.workflow.scripted import Script, say, use
@@ -46,12 +47,14 @@ async def test_prometheus_endpoint_counts_tasks_by_status_tokens_and_cost(
             say("Tuesdays.", (210, 15), 0.0004),
         ]
     )
+    agent = parse_agent(HELPER_YAML)
     inp = TaskInput(
         task_id=f"task-cli-metrics-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(HELPER_YAML),
+        agent=agent,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="what did we decide about deploys?",
+        tools=specs_for(agent),
     )
     async with Worker(
         metered,

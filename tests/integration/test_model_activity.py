@@ -45,27 +45,41 @@ SYSTEM = "You are the agent 'helper'. Answer briefly."
 REQUEST = "What is the status of the deploy?"
 
 
+ROWS: dict[str, TaskConstants] = {}  # the rows of constants `run` stores before a call
+ROW_FIELDS = (
+    *("agent_name", "workspace", "channel", "surface", "on_exceeded", "monthly_usd", "context_window"),
+    *("context", "memory"),  # where folded tool calls act
+)
+
+
 def call_input(**overrides: Any) -> ModelCallInput:
-    values: dict[str, Any] = {
-        "task_id": f"task-{uuid.uuid4().hex[:12]}",
-        "step": 1,
-        "agent_name": "helper",
-        "workspace": "acme",
-        "channel": "C0DEPLOY",
-        "surface": "slack",
-        "models": [MODEL],
-        "transcript_upto": 0,
-        "new_messages": [ChatMessage("system", SYSTEM), ChatMessage("user", REQUEST)],
-        "tool_names": [],
-        "max_tokens": 512,
-        "usd_headroom": 1.0,
-        "token_headroom": 100_000,
-    }
-    values.update(overrides)
-    return ModelCallInput(**values)
+    """A call of a task whose row of constants (agent `helper`, MODEL, no tools unless
+    `models` and `tool_names` say otherwise) `run` stores first, as the workflow does."""
+    task_id = overrides.pop("task_id", f"task-{uuid.uuid4().hex[:12]}")
+    models = overrides.pop("models", [MODEL])
+    row = {name: overrides.pop(name) for name in ROW_FIELDS if name in overrides}
+    ROWS[task_id] = constants(
+        models=models, summary_models=models, tool_names=overrides.pop("tool_names", []), **row
+    )
+    cursor = TranscriptCursor(
+        overrides.pop("transcript_upto", 0),
+        overrides.pop("new_messages", [ChatMessage("system", SYSTEM), ChatMessage("user", REQUEST)]),
+        overrides.pop("view", TranscriptView()),
+    )
+    grant = BudgetGrant(
+        overrides.pop("max_tokens", 512),
+        overrides.pop("usd_headroom", 1.0),
+        overrides.pop("token_headroom", 100_000),
+    )
+    step = overrides.pop("step", 1)
+    return ModelCallInput(
+        task_id=task_id, step=step, cursor=cursor, budget=grant, model=models[0], **overrides
+    )
 
 
 async def run(inp: ModelCallInput, env: ActivityEnvironment | None = None) -> ModelCallResult:
+    if (row := ROWS.pop(inp.task_id, None)) is not None:
+        await save_task_constants(SaveTaskConstantsInput(inp.task_id, row))
     return await (env or ActivityEnvironment()).run(call_model, inp)
 
 
@@ -161,7 +175,7 @@ async def test_tool_calls_are_offered_parsed_and_replayed(api: FakeModelAPI) -> 
         task_id=inp.task_id,
         step=2,
         transcript_upto=result.transcript_upto,
-        tool_names=inp.tool_names,
+        tool_names=inp.offered_tools,
         new_messages=[
             ChatMessage("tool", "nothing found", tool_call_id="call_a", name="memory__search"),
             ChatMessage(
@@ -488,7 +502,7 @@ def lean_input(task_id: str, **overrides: Any) -> ModelCallInput:
         "task_id": task_id,
         "step": 1,
         "cursor": TranscriptCursor(0, [ChatMessage("system", SYSTEM), ChatMessage("user", REQUEST)]),
-        "budget": BudgetGrant(512, 1.0, 100_000, on_exceeded=None),
+        "budget": BudgetGrant(512, 1.0, 100_000),
         "model": MODEL,
     }
     values.update(overrides)
@@ -543,15 +557,6 @@ async def test_a_folded_search_acts_where_the_row_says(api: FakeModelAPI) -> Non
     assert result.ok
     audit = await rows("SELECT channel, agent FROM audit_log WHERE task_id = %s", task_id)
     assert audit and {(r["channel"], r["agent"]) for r in audit} == {("C0DEPLOY", "helper")}
-
-
-async def test_an_input_that_carries_its_constants_needs_no_row(api: FakeModelAPI) -> None:
-    # A task started before the constants were stored has no row: its inputs carry them all.
-    api.answer("Fine.")
-    inp = call_input()
-    assert inp.carries_constants
-    assert (await run(inp)).text == "Fine."
-    assert await rows("SELECT 1 FROM task_constants WHERE task_id = %s", inp.task_id) == []
 
 
 async def test_a_call_without_constants_and_without_a_row_is_a_clear_final_error(

@@ -69,7 +69,7 @@ async def test_a_missing_key_is_named_skipped_and_never_an_outage(
 def test_litellm_reports_of_a_missing_key_are_classified_as_auth() -> None:
     from litellm.exceptions import APIConnectionError, InternalServerError
 
-    from activities.llm.providers import classify_error
+    from activities.providers import classify_error
 
     cases = [
         InternalServerError(

@@ -145,33 +145,36 @@ async def test_a_maintainers_member_approves_an_outsider_is_refused_and_the_card
         value = next(b for b in message["blocks"] if b["type"] == "actions")["elements"][0]["value"]
         outsider = click(task_id, user="U_MALLORY", value=value, channel=channel)
         assert (await post_click(http, outsider)).status_code == 200
+        # Told at once, privately, by the task's own verdict; and the refusal is audited.
         [told] = [e for e in fake.ephemerals if e["channel"] == channel and e["user"] == "U_MALLORY"]
         assert "not allowed" in told["text"] and "<!subteam^S0MAINT>" in told["text"]
         handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
         reason = "U_MALLORY is not an approver of this agent"
-
-        async def audited() -> list[Any]:
-            with psycopg.connect(settings.require_database_url()) as conn:
-                return conn.execute(
-                    "SELECT outcome FROM audit_log WHERE task_id = %s AND kind = 'approval_ignored'"
-                    " AND approver = 'U_MALLORY'",
-                    (task_id,),
-                ).fetchall()
-
-        assert await until(audited) == [(reason,)]
+        with psycopg.connect(settings.require_database_url()) as conn:
+            audited = conn.execute(
+                "SELECT kind, outcome, tool FROM audit_log WHERE task_id = %s AND approver = 'U_MALLORY'",
+                (task_id,),
+            ).fetchall()
+        assert audited == [("approval_refused", reason, "memory.save")]
         assert (await handle.query(AgentTaskWorkflow.status)).pending_approval is not None
 
+        # Max joined the group after the agent was applied: the task takes his click, and no
+        # one is told anything privately.
         member = click(task_id, user="U_MAX", value=value, channel=channel)
         assert (await post_click(http, member)).status_code == 200
+        assert not [e for e in fake.ephemerals if e["user"] == "U_MAX"]
         result = await handle.result()
         assert result.status == TaskStatus.SUCCESS, result.reason
 
         assert (await post_event(http, home_opened("U_ALICE"))).status_code == 200
         alice_home = str(await until(lambda: _async(fake.directory.home_of("U_ALICE"))))
 
+    # A refused click never reaches the history; the member's decision is in it.
     story = story_from_history([e async for e in handle.fetch_history_events()])
-    refused = [e for e in story.entries if e.kind == "refused"]
-    assert [(e.who, e.what) for e in refused] == [("U_MALLORY", f"approve from U_MALLORY ignored: {reason}")]
+    assert [(e.kind, e.what) for e in story.entries if e.who in ("U_MALLORY", "U_MAX")] == [
+        ("signal", "approve from U_MAX"),
+        ("approval", "memory.save approved by U_MAX"),
+    ]
     resolved = next(m for m in fake.thread(channel, root) if m["ts"] == message["ts"])
     assert all(b["type"] != "actions" for b in resolved["blocks"])
     shown = str(resolved["blocks"])

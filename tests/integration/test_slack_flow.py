@@ -29,8 +29,8 @@ from activities.runtime import Runtime
 from activities.slack import surface as slack_surface
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool
+from activities.tool_errors import ToolError
 from activities.tools.catalog import native
-from activities.tools.native import ToolError
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.app import create_app

@@ -23,7 +23,7 @@ from typing import Any
 import httpx
 from temporalio.client import Client
 
-from activities.llm.offline import ISSUE_OFFER
+from activities.offline import ISSUE_OFFER
 from tests.fakes import serve_slack
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.serve_slack import CHANNEL, REPO, People

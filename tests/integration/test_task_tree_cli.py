@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
+from activities.tools.catalog import NATIVE_TOOLS
 from config.loader import parse_agent
 from tests.integration.test_cli_observe import Cli, Handle
 from tests.workflow.scripted import Script, say, use
@@ -23,8 +24,8 @@ from tests.workflow.test_delegation_tree import ISSUE, status_when
 from workers.embedded import TemporalDevServer
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.delegate_tool import ASK_TEAMMATE, DELEGATE, TeammateLookup, TeammateStart
-from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
+from workflows.delegate_tool import TeammateLookup, TeammateStart
+from workflows.tools.agents import ask_teammate, delegate
 from workflows.types import (
     ActivityName,
     ModelCallInput,
@@ -79,7 +80,7 @@ def answer(inp: ModelCallInput) -> ModelCallResult:
     if re.search(r"-[dt]\d+-", inp.task_id):
         if "open the issue" in inp.cursor.new_messages[-1].content and not told:
             return use("github.create_issue", ISSUE, cost=0.002)
-        return say(f"{inp.agent_name} found it.", cost=0.002)
+        return say(f"{inp.task.agent_name} found it.", cost=0.002)
     if inp.step == 1:
         return fan_out(inp.cursor.new_messages[-1].content)
     return say("Summed up.", cost=0.001)
@@ -101,7 +102,7 @@ async def tree(client: Client, task_queue: str) -> AsyncIterator[Tree]:
         return TeammateStart(REVIEWER, 2, [])
 
     script = Script([], default=answer)
-    create_issue = next(spec for spec in LEGACY_NATIVE_SPECS if spec.name == "github.create_issue")
+    create_issue = NATIVE_TOOLS["github.create_issue"].spec
 
     async def start(request: str) -> Handle:
         inp = TaskInput(
@@ -110,7 +111,7 @@ async def tree(client: Client, task_queue: str) -> AsyncIterator[Tree]:
             agent_version=1,
             context=SurfaceContext(surface="cli", channel="cli", user="U_BOB"),
             request=request,
-            tools=[DELEGATE, ASK_TEAMMATE, create_issue],
+            tools=[delegate.spec, ask_teammate.spec, create_issue],
         )
         return await client.start_workflow(AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue)
 

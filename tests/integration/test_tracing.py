@@ -16,6 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from tests.workflow.record_histories import HELPER_YAML
 from tests.workflow.scripted import Script, say, use
@@ -43,12 +44,14 @@ def _script() -> Script:
 
 
 def _input() -> TaskInput:
+    agent = parse_agent(AGENT_YAML)
     return TaskInput(
         task_id=f"task-cli-trace-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(AGENT_YAML),
+        agent=agent,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="what did we decide about deploys?",
+        tools=specs_for(agent),
     )
 
 

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from psycopg_pool import AsyncConnectionPool
 
-from activities.llm.compaction import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE, build_prompt
+from activities.llm.compaction import build_prompt
 from activities.store import transcript
 from activities.store.db import get_pool
+from activities.store.transcript import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE
 from workflows.types import TranscriptView
 
 KEEPS = (-1, 0, 1, 2, 6, 1000)

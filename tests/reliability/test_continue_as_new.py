@@ -19,6 +19,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowHandle, WorkflowHistory
 from temporalio.testing import WorkflowEnvironment
 
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from tests.reliability.harness import eventually
 from tests.workflow.scripted import Script, say, use
@@ -53,13 +54,15 @@ HISTORY_SUGGESTS_CAN_AT_EVENTS = 4_000  # a conservative reading of Temporal's s
 
 
 def task(iterations: int, steps_per_run: int) -> TaskInput:
+    agent = parse_agent(AGENT_YAML.replace("ITERATIONS", str(iterations)))
     return TaskInput(
         task_id=f"task-rel-can-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(AGENT_YAML.replace("ITERATIONS", str(iterations))),
+        agent=agent,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="work through the backlog",
         max_steps_per_run=steps_per_run,
+        tools=specs_for(agent),
     )
 
 
@@ -137,7 +140,7 @@ async def test_the_iteration_ceiling_counts_across_runs(ts_env: WorkflowEnvironm
     script = Script(
         [],
         default=lambda inp: (
-            say("Summary of 30 searches.") if not inp.tool_names else step_answer(10_000)(inp)
+            say("Summary of 30 searches.") if not inp.offered_tools else step_answer(10_000)(inp)
         ),
     )
     inp = task(iterations=30, steps_per_run=7)
@@ -147,7 +150,7 @@ async def test_the_iteration_ceiling_counts_across_runs(ts_env: WorkflowEnvironm
         result = await handle.result()
     assert result.status == TaskStatus.BUDGET_EXHAUSTED and "iterations" in result.reason
     assert result.usage.iterations == 30  # not 7, and not without end
-    assert [bool(i.tool_names) for i in script.model_inputs].count(True) == 30
+    assert [bool(i.offered_tools) for i in script.model_inputs].count(True) == 30
 
 
 async def test_no_continue_as_new_while_an_approval_is_pending(

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.llm.providers import API_BASE_ENV
+from activities.providers import API_BASE_ENV
 from activities.tools.tool_activities import run_tool
 from config.agent import OFFLINE_EMBEDDING
 from config.settings import Settings

@@ -30,12 +30,15 @@ import workflows.approvals
 import workflows.conversation
 import workflows.delegation
 import workflows.human_waits
+import workflows.mcp_tools
 import workflows.model_caller
 import workflows.retention
 import workflows.task_record
+import workflows.tool_dispatch
 import workflows.tool_runner
+import workflows.tools.agents
 import workflows.usage_meter
-import workflows.workflow_tools
+import workflows.workflow_tool
 from workers.sandbox import workflow_runner
 
 
@@ -160,7 +163,10 @@ async def test_the_project_workflow_modules_run_inside_the_sandbox(
         workflows.usage_meter,
         workflows.conversation,
         workflows.tool_runner,
-        workflows.workflow_tools,
+        workflows.tool_dispatch,
+        workflows.mcp_tools,
+        workflows.workflow_tool,
+        workflows.tools.agents,
         workflows.delegation,
         workflows.model_caller,
         workflows.human_waits,

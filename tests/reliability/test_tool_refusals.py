@@ -10,19 +10,12 @@ import asyncio
 import json
 from typing import Any
 
-import pytest
-from temporalio import workflow
 from temporalio.client import Client
-from temporalio.testing import WorkflowEnvironment
 
 from activities.store.db import get_pool
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.reliability.harness import agent_config, scalar, start, stored
-from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start as start_scripted
-from tests.workflow.test_approvals import task_input, worker
-from workers.history import replay
 from workers.worker import build_worker
 from workflows.types import TaskStatus
 from workflows.untrusted import unwrap
@@ -85,30 +78,3 @@ async def test_bad_tool_calls_are_refused_told_to_the_model_audited_and_never_ru
     assert len(rows) == len(CALLS), json.dumps(rows, default=str)
     assert {tool for tool, _ in refused} == {"memory.search", "shell.exec", "github.create_issue"}
     assert all(any(p in outcome for p in PROBLEMS.values()) for _, outcome in refused)
-
-
-async def test_a_task_recorded_before_invalid_calls_were_audited_still_replays(
-    ts_env: WorkflowEnvironment, task_queue: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The audit of invalid calls sits behind `workflow.patched`: a history recorded by the
-    code before it (no marker, no audit) and one recorded now both replay; without the
-    patch the replay gate reports the old history as nondeterministic."""
-    bad = [use("github.create_issue", "{not json", "c1"), say("Sorry.")]
-    histories = []
-    for before_the_change in (True, False):
-        script = Script(list(bad))
-        with monkeypatch.context() as patch:
-            if before_the_change:
-                patch.setattr(workflow, "patched", lambda _id: False)  # the code as it was
-            async with worker(ts_env, script, task_queue):
-                handle = await start_scripted(ts_env, task_input(), task_queue)
-                assert (await handle.result()).status == TaskStatus.SUCCESS
-        audited = [a.kind for a in script.audits]
-        assert audited == ([] if before_the_change else ["tool_refused"])
-        histories.append(await handle.fetch_history())
-    reports = await replay(histories)
-    assert all(r.ok for r in reports), reports
-    with monkeypatch.context() as patch:  # the same change without workflow.patched: caught
-        patch.setattr(workflow, "patched", lambda _id: True)
-        unpatched = await replay(histories[:1])
-    assert unpatched[0].error_type == "NondeterminismError", unpatched

@@ -12,7 +12,6 @@ from workflows.types import (
     ApprovalRecord,
     BudgetGrant,
     FoldedToolCall,
-    FoldedTools,
     MemoryScopeRef,
     ModelCallInput,
     SurfaceContext,
@@ -28,34 +27,22 @@ def call_input(step: int, **overrides: Any) -> ModelCallInput:
     values: dict[str, Any] = {
         "task_id": "task-1",
         "step": step,
-        "agent_name": "helper",
-        "workspace": "acme",
-        "channel": "C0DEPLOY",
-        "surface": "slack",
-        "models": ["openai/gpt-4o-mini"],
-        "transcript_upto": 0,
-        "new_messages": [],
-        "tool_names": [],
-        "max_tokens": 512,
-        "usd_headroom": 1.0,
-        "token_headroom": 100_000,
+        "cursor": TranscriptCursor(0),
+        "budget": BudgetGrant(512, 1.0, 100_000),
+        "model": "openai/gpt-4o-mini",
     }
     return ModelCallInput(**(values | overrides))
 
 
 def test_a_model_call_names_its_step_its_model_and_the_tools_run_inside_it() -> None:
-    plain = call_input(3, models=["openai/gpt-4o-mini", "anthropic/claude"])
+    plain = call_input(3)
     assert activity_summary(ActivityName.CALL_MODEL, [plain]) == "step 3: ask openai/gpt-4o-mini"
     folded = call_input(
         4,
-        run_first=FoldedTools(
-            [
-                FoldedToolCall(3, "c1", "memory.search", {"query": "deploys"}),
-                FoldedToolCall(3, "c2", "memory.search", {"query": "rollbacks"}),
-            ],
-            CONTEXT,
-            SCOPE,
-        ),
+        fold=[
+            FoldedToolCall(3, "c1", "memory.search", {"query": "deploys"}),
+            FoldedToolCall(3, "c2", "memory.search", {"query": "rollbacks"}),
+        ],
     )
     assert activity_summary(ActivityName.CALL_MODEL, [folded]) == (
         "step 4: run memory.search, memory.search, then ask openai/gpt-4o-mini"
@@ -64,6 +51,8 @@ def test_a_model_call_names_its_step_its_model_and_the_tools_run_inside_it() -> 
     assert activity_summary(ActivityName.CALL_MODEL, [summary]) == (
         "step 5: summarise the conversation with openai/gpt-4o-mini"
     )
+    unnamed = call_input(6, model=None)
+    assert activity_summary(ActivityName.CALL_MODEL, [unnamed]) == "step 6: ask the model"
 
 
 def test_a_tool_call_names_its_approver() -> None:
@@ -99,17 +88,3 @@ def test_mcp_calls_and_listing_read_like_native_tools() -> None:
     assert summary == "step 3: run notes.create_note, approved by U_ALICE"
     listing = activity_summary(ActivityName.MCP_LIST_TOOLS, [McpListInput("task-1", [server])])
     assert listing == "list the tools of MCP servers notes"
-
-
-def test_a_model_call_that_leaves_the_constants_to_the_task_row_still_names_its_model() -> None:
-    lean = ModelCallInput(
-        task_id="task-1",
-        step=5,
-        cursor=TranscriptCursor(7),
-        budget=BudgetGrant(512, 1.0, 100_000, on_exceeded=None),
-        model="openai/gpt-4o-mini",
-        fold=[FoldedToolCall(4, "c1", "memory.search", {"query": "deploys"})],
-    )
-    assert activity_summary(ActivityName.CALL_MODEL, [lean]) == (
-        "step 5: run memory.search, then ask openai/gpt-4o-mini"
-    )

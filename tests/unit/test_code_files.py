@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from activities.code import files
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError
 
 CALC = """def mean(values):
     return sum(values) / (len(values) + 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from activities.code.paths import resolve_path
-from activities.tools.native import ToolError
+from activities.tool_errors import ToolError
 
 
 @pytest.fixture

@@ -5,14 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.llm.compaction import (
-    MAX_PROMPT_MESSAGE_CHARS,
-    PLACEHOLDER_PREVIEW_CHARS,
-    SUMMARY_ROLE,
-    TOOL_OUTPUT_PREVIEW_CHARS,
-    build_prompt,
-    estimate_tokens,
-)
+from activities.llm.compaction import MAX_PROMPT_MESSAGE_CHARS, build_prompt, estimate_tokens
+from activities.store.transcript import PLACEHOLDER_PREVIEW_CHARS, SUMMARY_ROLE, TOOL_OUTPUT_PREVIEW_CHARS
 from workflows.types import TranscriptView
 from workflows.untrusted import UNTRUSTED_DATA_RULE, wrap_untrusted
 

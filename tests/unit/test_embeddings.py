@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from activities.llm.embeddings import OFFLINE_DIMS, embed, features, hashing_embedding
+from activities.store.embeddings import OFFLINE_DIMS, embed, features, hashing_embedding
 from activities.store.memory_search import _ef_for, partition_of, rank
 from config.agent import OFFLINE_EMBEDDING
 from workflows.types import MemoryScopeRef
@@ -36,7 +36,7 @@ def test_same_text_same_vector_in_another_process() -> None:
     """Python's str hash changes per process; the embedding must not."""
     text = "Decision: we pick Postgres 16 for the usage ledger"
     code = (
-        "import json; from activities.llm.embeddings import hashing_embedding; "
+        "import json; from activities.store.embeddings import hashing_embedding; "
         f"print(json.dumps(hashing_embedding({text!r})))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from activities.code import files
-from activities.llm.offline import LABEL, respond
-from activities.llm.offline_coding import OFF_BY_ONE
 from activities.loops.output_reading import failing_tests, last_error
-from activities.tools.native import ToolError
+from activities.offline import LABEL, respond
+from activities.offline.coding import OFF_BY_ONE
+from activities.tool_errors import ToolError
 from config.agent import AgentConfig
 from config.loop import load_loop_file
 from surfaces.github.events import ci_request

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from activities.llm.offline import ISSUE_OFFER, LABEL, respond
+from activities.offline import ISSUE_OFFER, LABEL, respond
 from config.agent import AgentConfig
 from workflows.prompts import system_prompt
 from workflows.types import SurfaceContext

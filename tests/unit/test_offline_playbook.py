@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from activities.llm.offline import LABEL, respond
+from activities.offline import LABEL, respond
 from config.playbooks import compile_playbooks
 from surfaces.cli.playbooks import EXAMPLES
 from workflows.playbook_output import output_demand, parse_output

@@ -8,8 +8,7 @@ import pytest
 from activities.tools.catalog import NATIVE_TOOLS, specs_for, tool_permissions, unguarded_writes
 from activities.tools.native import NonEmpty, ToolArgs, arguments_schema, native_tool
 from config.loader import example_agent
-from workflows.tool_catalog import ToolRuns, ToolSpec, WriteBound, schema_sha256
-from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
+from workflows.tool_catalog import ToolSpec, WriteBound, schema_sha256
 
 
 class NoteArgs(ToolArgs):
@@ -46,20 +45,6 @@ def test_every_native_tool_is_one_declaration_with_a_stable_digest() -> None:
         if tool.spec.writes and name.split(".")[0] in ("slack", "github"):
             assert tool.spec.bound_by is not None, f"{name} writes to a surface but names no bound"
     assert tool_permissions()["github.create_issue"] == "issues:write"
-
-
-def test_the_specs_of_older_tasks_are_frozen_and_still_accept_what_they_accepted() -> None:
-    # Tasks started before specs rode in their input keep these; the catalog may move on.
-    for old in LEGACY_NATIVE_SPECS:
-        new = NATIVE_TOOLS[old.name].spec
-        assert (old.permission, old.writes, old.runs, old.bound_by) == (
-            new.permission,
-            new.writes,
-            new.runs,
-            new.bound_by,
-        )
-    search = next(spec for spec in LEGACY_NATIVE_SPECS if spec.name == "memory.search")
-    assert search.runs == ToolRuns.LOCAL
 
 
 def test_a_task_starts_with_the_specs_of_the_tools_its_agent_is_granted() -> None:

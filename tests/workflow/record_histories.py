@@ -7,7 +7,7 @@ Run by hand after a deliberate, replay-safe change to the workflow, then commit 
 Each scenario runs the real AgentTaskWorkflow with scripted stand-in activities on the
 time-skipping test server (days of waiting take milliseconds) and keeps its history. The
 histories are never re-recorded to make a failing replay test pass: a workflow change that
-cannot replay them must go behind `workflow.patched`.
+cannot replay them goes behind a patch in `workflows.patch_ledger` (see the README).
 """
 
 from __future__ import annotations
@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from temporalio.client import WorkflowHandle
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.mcp.gateway import spec_of
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from tests.workflow.scripted import Script, say, use
 from workers.embedded import find_binary
@@ -36,6 +37,7 @@ from workers.setup import register_search_attributes
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
     ApprovalDecision,
+    Decision,
     ModelCallResult,
     ModelUsage,
     SurfaceContext,
@@ -101,6 +103,23 @@ async def _approve(env: WorkflowEnvironment, handle: Handle) -> None:
     await handle.signal(
         AgentTaskWorkflow.approve, ApprovalDecision(pending.request_id, pending.action_id, "U_ALICE")
     )
+
+
+async def _decide_by_update(env: WorkflowEnvironment, handle: Handle) -> None:
+    """As every surface decides: an outsider, refused at the door (nothing in the history),
+    then the approver, through the `openloop.task.decide` update."""
+    await wait_for_status(handle, TaskStatus.WAITING_APPROVAL)
+    pending = (await handle.query(AgentTaskWorkflow.status)).pending_approval
+    assert pending is not None
+    await env.sleep(timedelta(hours=5))
+    outsider = ApprovalDecision(pending.request_id, pending.action_id, "U_MALLORY")
+    try:
+        await handle.execute_update(AgentTaskWorkflow.decide, Decision(approve=outsider))
+        raise AssertionError("an outsider's decision counted")
+    except WorkflowUpdateFailedError:
+        pass
+    approver = ApprovalDecision(pending.request_id, pending.action_id, "U_ALICE")
+    assert (await handle.execute_update(AgentTaskWorkflow.decide, Decision(approve=approver))).counted
 
 
 async def _let_expire(env: WorkflowEnvironment, handle: Handle) -> None:
@@ -199,9 +218,8 @@ def _mixed_step() -> Script:
 
 SCENARIOS = (
     Scenario("mcp_tools", MCP_YAML, "save the deploy note", _mcp_tools, _approve, TaskStatus.SUCCESS),
-    # The tool catalog, the composed workflow and its patches (bound writes, call keys,
-    # the status set after the reply); pre_catalog_mixed_step.json is the same task
-    # recorded on the code before them.
+    # Bound writes, keys from the call's position, an invalid call audited, the status set
+    # after the reply.
     Scenario(
         "catalog_mixed_step",
         MIXED_YAML,
@@ -231,7 +249,7 @@ SCENARIOS = (
         _nothing,
         TaskStatus.SUCCESS,
     ),
-    # Read-only local tools run inside the next model call (patch "fold-local-tools").
+    # Read-only local tools run inside the next model call.
     Scenario(
         "folded_tools",
         HELPER_YAML,
@@ -241,20 +259,6 @@ SCENARIOS = (
                 use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
                 use("memory.search", ROLLBACK_ARGS, "c2", (180, 20), 0.0003),
                 say("Deploys on Tuesdays; roll back with the runbook.", (230, 15), 0.0004),
-            ]
-        ),
-        _nothing,
-        TaskStatus.SUCCESS,
-    ),
-    # Each run stores its constants once (patch "task-constants"); model calls leave them out.
-    Scenario(
-        "task_constants",
-        HELPER_YAML,
-        "what did we decide about deploys?",
-        lambda: Script(
-            [
-                use("memory.search", SEARCH_ARGS, "c1", (150, 20), 0.0003),
-                say("We deploy on Tuesdays.", (210, 15), 0.0004),
             ]
         ),
         _nothing,
@@ -302,16 +306,32 @@ SCENARIOS = (
         _answer_question,
         TaskStatus.SUCCESS,
     ),
+    # After 0.1.0: a decision through the `openloop.task.decide` update.
+    Scenario(
+        "approval_by_update",
+        ISSUES_YAML,
+        "open an issue for the flaky deploy step",
+        lambda: Script(
+            [
+                use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005),
+                say("Opened the issue.", (260, 10), 0.0004),
+            ]
+        ),
+        _decide_by_update,
+        TaskStatus.SUCCESS,
+    ),
 )
 
 
 def scenario_input(scenario: Scenario) -> TaskInput:
+    agent = parse_agent(scenario.agent_yaml)
     return TaskInput(
         task_id=f"task-cli-recorded-{scenario.name.replace('_', '-')}",
-        agent=parse_agent(scenario.agent_yaml),
+        agent=agent,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request=scenario.request,
+        tools=specs_for(agent),
     )
 
 

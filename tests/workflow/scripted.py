@@ -69,8 +69,8 @@ class Script:
 
     answers: list[ModelCallResult]
     default: Callable[[ModelCallInput], ModelCallResult] | None = None
-    model_inputs: list[ModelCallInput] = field(default_factory=list)  # as the activity resolves them
-    sent_model_inputs: list[ModelCallInput] = field(default_factory=list)  # as history holds them
+    # As history holds them, with the task's row attached (`task`, `route`, `offered_tools`).
+    model_inputs: list[ModelCallInput] = field(default_factory=list)
     # The task_constants rows: shared by every script, as the table is by every worker, so a
     # task handed to a fresh worker (with a script of its own) still finds its row.
     constants: dict[str, TaskConstants] = field(default_factory=lambda: STORED_CONSTANTS)
@@ -91,11 +91,9 @@ class Script:
         script = self
 
         @activity.defn(name=ActivityName.CALL_MODEL)
-        async def call_model(sent: ModelCallInput) -> ModelCallResult:
+        async def call_model(inp: ModelCallInput) -> ModelCallResult:
             # The task's row fills in what the input leaves out, as in the real activity.
-            script.sent_model_inputs.append(sent)
-            sent.use_stored(script.constants.get(sent.task_id))
-            inp = sent.resolved()
+            inp.use_stored(script.constants.get(inp.task_id))
             script.model_inputs.append(inp)
             index = len(script.model_inputs) - 1
             if index < len(script.answers):
@@ -104,7 +102,7 @@ class Script:
                 assert script.default is not None, "the script ran out of answers"
                 answer = script.default(inp)
             # Folded tool calls run first, as in the real model activity.
-            folded = inp.run_first.inputs(inp.task_id) if inp.run_first else []
+            folded = inp.folded_inputs()
             results = [await run_tool(call) for call in folded]
             return replace(
                 answer,

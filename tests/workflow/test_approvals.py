@@ -8,17 +8,30 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-from temporalio.client import WorkflowHandle
+import pytest
+from pydantic import TypeAdapter
+from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from tests.helpers import pending_approval
 from tests.workflow.scripted import Script, say, use, wait_until_idle
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.policy import action_id
-from workflows.types import ApprovalDecision, SurfaceContext, TaskInput, TaskResult, TaskStatus
+from workflows.types import (
+    DECISION_REFUSED,
+    ApprovalDecision,
+    Decision,
+    DecisionVerdict,
+    SurfaceContext,
+    TaskInput,
+    TaskResult,
+    TaskStatus,
+)
 
 AGENT_YAML = """
 apiVersion: openloop.ai/v1alpha1
@@ -37,13 +50,14 @@ ARGS = {"repo": "acme/platform", "title": "Track the decision"}
 
 
 def task_input(yaml_text: str = AGENT_YAML, **overrides: object) -> TaskInput:
+    agent = parse_agent(yaml_text)
     return TaskInput(
         task_id=f"task-test-{uuid.uuid4().hex[:10]}",
-        agent=parse_agent(yaml_text),
+        agent=agent,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="open an issue",
-        **overrides,  # type: ignore[arg-type]
+        **{"tools": specs_for(agent), **overrides},  # type: ignore[arg-type]
     )
 
 
@@ -133,6 +147,58 @@ async def test_decisions_for_other_arguments_or_from_non_approvers_are_ignored(
     assert {a.approver for a in ignored} == {"U_ALICE", "U_MALLORY"}
     assert any("different arguments" in a.outcome for a in ignored)
     assert any("not an approver" in a.outcome for a in ignored)
+
+
+async def test_the_decision_update_answers_at_once_and_a_refusal_never_reaches_history(
+    ts_env: WorkflowEnvironment, task_queue: str
+) -> None:
+    script = issue_script()
+    async with worker(ts_env, script, task_queue):
+        handle = await start(ts_env, task_input(), task_queue)
+        request_id, action = await pending_request(handle)
+        other_args = action_id("github.create_issue", {**ARGS, "title": "Something else"})
+        refused: dict[str, DecisionVerdict] = {}
+        for name, answer in (
+            ("arguments", ApprovalDecision(request_id, other_args, "U_ALICE")),
+            ("outsider", ApprovalDecision(request_id, action, "U_MALLORY")),
+            ("forged", ApprovalDecision("apr-forged", action, "U_ALICE")),
+        ):
+            with pytest.raises(WorkflowUpdateFailedError) as failed:
+                await handle.execute_update(AgentTaskWorkflow.decide, Decision(approve=answer))
+            cause = failed.value.cause
+            assert isinstance(cause, ApplicationError) and cause.type == DECISION_REFUSED
+            refused[name] = TypeAdapter(DecisionVerdict).validate_python(cause.details[0])
+        both = ApprovalDecision(request_id, action, "U_ALICE")
+        with pytest.raises(WorkflowUpdateFailedError):  # one decision at a time
+            await handle.execute_update(AgentTaskWorkflow.decide, Decision(approve=both, deny=both))
+        counted = await handle.execute_update(AgentTaskWorkflow.decide, Decision(approve=both))
+        with pytest.raises(WorkflowUpdateFailedError) as again:  # a double click
+            await handle.execute_update(AgentTaskWorkflow.decide, Decision(approve=both))
+        result = await handle.result()
+        history = await handle.fetch_history()
+    assert counted == DecisionVerdict(True)
+    assert {name: (v.problem, v.reason) for name, v in refused.items()} == {
+        "arguments": ("mismatch", "the decision is for different arguments than the pending action"),
+        "outsider": ("not_approver", "U_MALLORY is not an approver of this agent"),
+        "forged": ("closed", "the decision is for another request"),
+    }
+    audit = refused["outsider"].audit  # what the surface records: the task's own audit row
+    assert audit is not None and refused["outsider"].approvers == ["U_ALICE"]
+    assert (audit.kind, audit.approver, audit.tool, audit.outcome) == (
+        "approval_refused",
+        "U_MALLORY",
+        "github.create_issue",
+        "U_MALLORY is not an approver of this agent",
+    )
+    assert "already decided" in str(again.value.cause)
+    assert result.status == TaskStatus.SUCCESS and len(script.tool_calls) == 1
+    assert script.tool_calls[0].approval is not None and script.tool_calls[0].approval.approver == "U_ALICE"
+    # Only the decision that counted is in the history; the task itself audited no refusal.
+    updates = [e.workflow_execution_update_accepted_event_attributes for e in history.events]
+    assert [u.accepted_request.input.name for u in updates if u.HasField("accepted_request")] == [
+        "openloop.task.decide"
+    ]
+    assert not [a for a in script.audits if a.kind in ("approval_ignored", "approval_refused")]
 
 
 async def test_denial_is_told_to_the_model_and_nothing_runs(

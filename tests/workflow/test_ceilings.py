@@ -92,7 +92,7 @@ async def test_iterations_run_out_then_a_final_call_without_tools_summarises(
 ) -> None:
     script = Script(
         [],
-        default=lambda inp: say("Summary: searched three times.") if not inp.tool_names else searching(inp),
+        default=lambda inp: searching(inp) if inp.offered_tools else say("Summary: searched three times."),
     )
     async with worker(ts_env, script, task_queue):
         handle = await start(ts_env, task_input(agent_yaml(iterations=3)), task_queue)
@@ -100,7 +100,7 @@ async def test_iterations_run_out_then_a_final_call_without_tools_summarises(
         result = await handle.result()
     assert result.status == TaskStatus.BUDGET_EXHAUSTED
     assert "iterations" in result.reason
-    assert [bool(i.tool_names) for i in script.model_inputs] == [True, True, True, False]
+    assert [bool(i.offered_tools) for i in script.model_inputs] == [True, True, True, False]
     assert result.reply.startswith("Summary: searched three times.")
     # Near the limit the model was told to wrap up.
     assert any("wrap up" in m.content for i in script.model_inputs for m in i.new_messages)

@@ -19,8 +19,9 @@ from tests.workflow.scripted import Script, say
 from tests.workflow.test_approvals import start, worker
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.delegate_tool import ASK_TEAMMATE, DELEGATE, TeammateLookup, TeammateStart
+from workflows.delegate_tool import TeammateLookup, TeammateStart
 from workflows.tool_catalog import ToolSpec
+from workflows.tools.agents import ask_teammate, delegate
 from workflows.types import (
     ActivityName,
     ModelCallInput,
@@ -77,7 +78,7 @@ def task(specs: list[ToolSpec] | None = None) -> TaskInput:
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="split this up",
-        tools=specs if specs is not None else [DELEGATE],
+        tools=specs if specs is not None else [delegate.spec],
     )
 
 
@@ -92,7 +93,7 @@ async def test_delegations_run_as_children_with_fresh_context_and_report_back(
     children = [inp for inp in script.model_inputs if is_child(inp.task_id)]
     assert len({inp.task_id for inp in children}) == 3  # one child per delegation, ids from the step
     for child in children:
-        assert child.tool_names == []  # a subagent never delegates again
+        assert child.offered_tools == []  # a subagent never delegates again
         assert child.cursor.new_messages[-1].content.startswith("look into part")  # fresh context
     told = [m.content for m in script.model_inputs[-1].new_messages if m.role == "tool"]
     assert len(told) == 3 and all(text.startswith("Subagent SUCCESS") for text in told)
@@ -146,7 +147,7 @@ async def test_a_teammate_answers_with_its_own_agent_and_only_its_answer_comes_b
         )
 
     script = Script([], default=answer)
-    lead = task([ASK_TEAMMATE])
+    lead = task([ask_teammate.spec])
     grant = 'agent.ask_teammate, permissions: ["agents:ask"]'
     lead.agent = parse_agent(
         AGENT.replace('agent.delegate, permissions: ["agents:delegate"]', grant)
@@ -163,7 +164,7 @@ async def test_a_teammate_answers_with_its_own_agent_and_only_its_answer_comes_b
     assert result.status == TaskStatus.SUCCESS and result.reply == "Checked with security."
     assert [(lookup.teammate, lookup.workspace) for lookup in lookups] == [("security-reviewer", "default")]
     asked = next(inp for inp in script.model_inputs if "-t" in inp.task_id)
-    assert asked.agent_name == "security-reviewer" and asked.budget.usd_headroom <= 0.2  # its own budget
+    assert asked.task.agent_name == "security-reviewer" and asked.budget.usd_headroom <= 0.2  # its own budget
     told = [m.content for m in script.model_inputs[-1].new_messages if m.role == "tool"]
     assert told[0].startswith("security-reviewer (SUCCESS") and "token is rotated" in told[0]
     assert "'intruder' is not on your team (security-reviewer)" in told[1]

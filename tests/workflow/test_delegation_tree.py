@@ -14,14 +14,14 @@ from typing import Any
 from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
+from activities.tools.catalog import NATIVE_TOOLS
 from config.loader import parse_agent
 from tests.helpers import approve_when_pending
 from tests.workflow.scripted import Script, say, use
 from tests.workflow.test_approvals import start, worker
 from tests.workflow.test_delegation import delegations, is_child
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.delegate_tool import DELEGATE
-from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
+from workflows.tools.agents import delegate
 from workflows.types import (
     CancelRequest,
     ModelCallInput,
@@ -52,14 +52,14 @@ ISSUE = json.dumps({"repo": "acme/platform", "title": "Rotate the token"})
 
 
 def lead_task() -> TaskInput:
-    create_issue = next(spec for spec in LEGACY_NATIVE_SPECS if spec.name == "github.create_issue")
+    create_issue = NATIVE_TOOLS["github.create_issue"].spec
     return TaskInput(
         task_id=f"task-lead-{uuid.uuid4().hex[:10]}",
         agent=parse_agent(LEAD),
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="split this up",
-        tools=[DELEGATE, create_issue],
+        tools=[delegate.spec, create_issue],
     )
 
 

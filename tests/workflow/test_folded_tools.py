@@ -50,9 +50,9 @@ async def test_a_search_runs_inside_the_next_model_call_and_is_recorded_as_its_s
         f"{result.task_id}:2:{key('rollbacks')}",
     ]
     first, second, third = script.model_inputs
-    assert first.run_first is None
-    assert second.run_first is not None and [c.call_id for c in second.run_first.calls] == [key("deploys")]
-    assert third.run_first is not None and [c.call_id for c in third.run_first.calls] == [key("rollbacks")]
+    assert first.fold is None
+    assert [c.call_id for c in second.folded_calls] == [key("deploys")]
+    assert [c.call_id for c in third.folded_calls] == [key("rollbacks")]
     assert second.new_messages == [] and third.new_messages == []  # the results went in directly
 
     # No tool activity of its own: the only local activities are the start note, the recall and
@@ -85,7 +85,7 @@ async def test_a_repeat_that_could_end_the_task_runs_before_another_model_call(
     # Three searches and three model calls, as without folding: the third search would complete
     # the streak, so it runs on its own and the task stops without asking the model again.
     assert len(script.tool_calls) == 3 and len(script.model_inputs) == 3
-    assert script.model_inputs[2].run_first is not None
+    assert script.model_inputs[2].fold is not None
 
 
 async def test_writes_and_steps_with_a_remote_tool_run_as_their_own_activities(
@@ -110,7 +110,7 @@ async def test_writes_and_steps_with_a_remote_tool_run_as_their_own_activities(
     assert result.status == TaskStatus.SUCCESS
     assert [c.tool for c in script.tool_calls] == ["memory.save", "memory.search", "github.get_issue"]
     # Nothing rode along with a model call; each result reached the model as a new message.
-    assert all(inp.run_first is None for inp in script.model_inputs)
+    assert all(inp.fold is None for inp in script.model_inputs)
     assert [m.tool_call_id for m in script.model_inputs[2].new_messages] == ["c1", "c2"]
 
 
@@ -125,7 +125,7 @@ async def test_a_search_queued_at_continue_as_new_runs_in_the_next_run(
     assert result.status == TaskStatus.SUCCESS and result.reply == "Done."
     assert sum("continuing as new" in d for d in explanation.decisions) == 2
     assert [c.call_id for c in script.tool_calls] == [key("deploys"), key("rollbacks")]  # each once, in order
-    assert [i.run_first.calls[0].call_id if i.run_first else None for i in script.model_inputs] == [
+    assert [i.fold[0].call_id if i.fold else None for i in script.model_inputs] == [
         None,
         key("deploys"),
         key("rollbacks"),

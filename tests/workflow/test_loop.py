@@ -54,7 +54,7 @@ async def test_a_prompt_past_the_context_share_is_summarised_first(
     purposes = [i.purpose for i in script.model_inputs]
     assert purposes == ["step", "summary", "step"]
     summary_call, next_call = script.model_inputs[1], script.model_inputs[2]
-    assert summary_call.tool_names == []
+    assert summary_call.offered_tools == []
     # The step after the summary builds its prompt from the summary onwards.
     assert next_call.view.summary_upto == next_call.transcript_upto > 0
 

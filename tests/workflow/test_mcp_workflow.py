@@ -33,7 +33,7 @@ async def test_tools_listed_at_the_start_survive_continue_as_new_and_writes_wait
     assert result.status == TaskStatus.SUCCESS
     assert pending.tool == "notes.create_note"
     # Every model call, in every run, was offered the tools listed once at the start.
-    assert all({"notes.read_note", "notes.create_note"} <= set(i.tool_names) for i in script.model_inputs)
+    assert all({"notes.read_note", "notes.create_note"} <= set(i.offered_tools) for i in script.model_inputs)
     assert [(c.tool, c.call.arguments) for c in script.mcp_calls] == [
         ("read_note", {"name": "deploys"}),
         ("create_note", {"title": "Deploy on Tuesdays"}),

@@ -1,7 +1,8 @@
 """The replay gate: every committed history replays with the current workflow code.
 
 A failure here means a change to AgentTaskWorkflow would break tasks already in flight:
-put the change behind `workflow.patched` instead of re-recording the histories.
+put the change behind a patch of the ledger (`workflows.patch_ledger`, see the README)
+instead of re-recording the histories.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from workers.history import describe_event, load_history, replay
 from workflows.types import (
     WORKFLOW_NAME,
     ActivityName,
+    BudgetGrant,
     BudgetUsage,
     ModelCallInput,
     ModelCallResult,
@@ -28,11 +30,18 @@ from workflows.types import (
     TaskInput,
     TaskResult,
     TaskStatus,
+    TranscriptCursor,
 )
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 TASK_HISTORIES = [path for path in HISTORIES if not path.stem.startswith(("loop_", "playbook_"))]
 SHORT = timedelta(seconds=30)
+
+
+def first_call(inp: TaskInput) -> ModelCallInput:
+    return ModelCallInput(
+        task_id=inp.task_id, step=1, cursor=TranscriptCursor(0), budget=BudgetGrant(100, 1.0, 1000)
+    )
 
 
 @workflow.defn(name=WORKFLOW_NAME, sandboxed=False)  # a test double; no re-import
@@ -43,21 +52,7 @@ class AsksTheModelFirst:
     async def run(self, inp: TaskInput) -> TaskResult:
         await workflow.execute_activity(
             ActivityName.CALL_MODEL,
-            ModelCallInput(
-                inp.task_id,
-                1,
-                inp.agent.name,
-                inp.agent.workspace,
-                inp.context.channel,
-                inp.context.surface,
-                ["scripted/model"],
-                0,
-                [],
-                [],
-                100,
-                1.0,
-                1000,
-            ),
+            first_call(inp),
             result_type=ModelCallResult,
             start_to_close_timeout=SHORT,
         )
@@ -77,21 +72,7 @@ class SkipsMemory:
         )
         await workflow.execute_activity(
             ActivityName.CALL_MODEL,
-            ModelCallInput(
-                inp.task_id,
-                1,
-                inp.agent.name,
-                inp.agent.workspace,
-                inp.context.channel,
-                inp.context.surface,
-                ["scripted/model"],
-                0,
-                [],
-                [],
-                100,
-                1.0,
-                1000,
-            ),
+            first_call(inp),
             result_type=ModelCallResult,
             start_to_close_timeout=SHORT,
         )

@@ -9,13 +9,13 @@ import uuid
 
 from temporalio.testing import WorkflowEnvironment
 
+from activities.tools.catalog import NATIVE_TOOLS
 from config.loader import parse_agent
 from tests.workflow.scripted import Script, say, use
 from tests.workflow.test_approvals import start, worker
 from tests.workflow.test_delegation import is_child
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.delegate_tool import DELEGATE
-from workflows.tool_catalog_v1 import LEGACY_NATIVE_SPECS
+from workflows.tools.agents import delegate
 from workflows.types import SkillRef, SurfaceContext, TaskInput, TaskStatus
 
 AGENT = """
@@ -39,15 +39,16 @@ SUMMARY = SkillRef("thread-summary", 1, "d" * 64, "Summarise a thread")  # allow
 
 
 def task(**overrides: object) -> TaskInput:
-    natives = [s for s in LEGACY_NATIVE_SPECS if s.name in ("github.get_job_log", "github.create_issue")]
-    natives += [s for s in LEGACY_NATIVE_SPECS if s.name == "memory.search"]
+    natives = [
+        NATIVE_TOOLS[name].spec for name in ("github.get_job_log", "github.create_issue", "memory.search")
+    ]
     return TaskInput(
         task_id=f"task-narrow-{uuid.uuid4().hex[:10]}",
         agent=parse_agent(AGENT),
         agent_version=1,
         context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
         request="why did CI fail?",
-        tools=[*natives, DELEGATE],
+        tools=[*natives, delegate.spec],
         **{"skills": [TRIAGE, SUMMARY], **overrides},  # type: ignore[arg-type]
     )
 
@@ -75,7 +76,7 @@ async def test_a_loaded_skill_narrows_the_tools_for_the_rest_of_the_task(
         explained = await handle.query(AgentTaskWorkflow.explain)
     assert result.status == TaskStatus.SUCCESS and result.reply == "The job ran out of memory."
     everything = {"github.get_job_log", "github.create_issue", "memory.search", "agent.delegate"}
-    offered = [set(inp.tool_names) for inp in script.model_inputs]
+    offered = [set(inp.offered_tools) for inp in script.model_inputs]
     assert everything | {"skill.load", "skill.read"} == offered[0] == offered[1]  # before ci-triage
     narrowed = {"github.get_job_log", "skill.load", "skill.read"}
     assert offered[2:] == [narrowed] * 3  # never slack.post_message, which the agent lacks
@@ -98,7 +99,7 @@ async def test_a_subagent_started_after_a_skill_narrowed_the_tools_gets_no_more(
     children: list[set[str]] = []
 
     def child_answers(inp):  # type: ignore[no-untyped-def]
-        children.append(set(inp.tool_names))
+        children.append(set(inp.offered_tools))
         return say("Child done.")
 
     script = Script(

@@ -55,7 +55,7 @@ async def test_skills_are_listed_then_loaded_from_the_pinned_version(
     assert SKILLS_HEADER in system
     assert "- thread-summary: Summarise a thread and capture its decision" in system
     assert "ci-triage" in system and "# Skill" not in system  # names and descriptions only
-    assert {"skill.load", "skill.read"} <= set(script.model_inputs[0].tool_names)
+    assert {"skill.load", "skill.read"} <= set(script.model_inputs[0].offered_tools)
     assert [(read.skill.version, read.path) for read in script.skill_reads] == [(3, None), (3, "template.md")]
     told = script.model_inputs[3].new_messages[0].content
     assert "no skill 'no-such-skill'" in told and "thread-summary, ci-triage" in told
@@ -74,5 +74,5 @@ async def test_a_task_without_skills_is_offered_no_skill_tools(
     )
     async with worker(ts_env, script, task_queue):
         await (await start(ts_env, inp, task_queue)).result()
-    assert not any(name.startswith("skill.") for name in script.model_inputs[0].tool_names)
+    assert not any(name.startswith("skill.") for name in script.model_inputs[0].offered_tools)
     assert SKILLS_HEADER not in script.model_inputs[0].new_messages[0].content

@@ -78,7 +78,7 @@ def delegate_once(arguments: list[dict[str, object]]) -> Callable[[ModelCallInpu
 
     def answer(inp: ModelCallInput) -> ModelCallResult:
         if is_child(inp.task_id):
-            return say(f"child saw {', '.join(inp.tool_names)}")
+            return say(f"child saw {', '.join(inp.offered_tools)}")
         if any(m.role == "tool" for m in inp.cursor.new_messages):
             return say("Done.")
         calls = [ToolCall("", "agent__delegate", json.dumps(args)) for args in arguments]
@@ -104,7 +104,7 @@ async def test_a_profile_narrows_the_parents_tools_and_prefaces_the_instructions
         children = sorted({inp.task_id for inp in script.model_inputs if is_child(inp.task_id)})
         inputs = {inp.request: inp for inp in [await child_input(ts_env.client, c) for c in children]}
     assert result.status == TaskStatus.SUCCESS
-    offered = {inp.task_id: inp.tool_names for inp in script.model_inputs if is_child(inp.task_id)}
+    offered = {inp.task_id: inp.offered_tools for inp in script.model_inputs if is_child(inp.task_id)}
     by_request = {request: offered[inp.task_id] for request, inp in inputs.items()}
     # Read-only for explore; a named tool outside the profile is not added back; never delegation.
     assert by_request == {
@@ -148,8 +148,8 @@ async def test_with_max_depth_two_a_grandchild_runs_and_its_cost_rolls_up_under_
         result = await (await start(ts_env, lead_task("  subagents: {max_depth: 2}\n"), task_queue)).result()
     levels = {depth(inp.task_id): inp for inp in script.model_inputs}
     assert sorted(levels) == [0, 1, 2]
-    assert "agent.delegate" in levels[1].tool_names  # a child may delegate once more
-    assert "agent.delegate" not in levels[2].tool_names  # the grandchild is at the limit
+    assert "agent.delegate" in levels[1].offered_tools  # a child may delegate once more
+    assert "agent.delegate" not in levels[2].offered_tools  # the grandchild is at the limit
     assert result.status == TaskStatus.SUCCESS and "grandchild found it" in result.reply
     # The grandchild's slice came out of what the root and the child had left...
     assert levels[2].usd_headroom <= 1.0 - 0.02 + 1e-9
@@ -175,7 +175,7 @@ async def test_by_default_a_child_is_not_offered_delegation_and_its_attempt_is_r
     async with worker(ts_env, script, task_queue):
         result = await (await start(ts_env, lead_task(), task_queue)).result()
     child = [inp for inp in script.model_inputs if depth(inp.task_id) == 1]
-    assert child and all("agent.delegate" not in inp.tool_names for inp in child)
+    assert child and all("agent.delegate" not in inp.offered_tools for inp in child)
     assert not any(depth(inp.task_id) == 2 for inp in script.model_inputs)  # no grandchild started
     refusal = next(m.content for m in child[-1].cursor.new_messages if m.role == "tool")
     assert refusal.startswith("Error: agent.delegate is refused: this task is 1 level(s) below"), refusal

@@ -30,11 +30,12 @@ async def test_model_calls_leave_the_stored_constants_out(
     )
     assert stored.models == inp.agent.spec.model_policy.models_for(inp.task_kind)
     assert stored.context == inp.context and stored.memory is not None
-    for sent in script.sent_model_inputs:
-        assert not sent.carries_constants and sent.models is None and sent.tool_names is None
-        assert sent.model == stored.models[0]  # named for the Web UI
-        assert sent.budget.on_exceeded is None and sent.run_first is None
+    for sent in script.model_inputs:
+        encoded = sent.model_dump()
+        assert "tool_names" not in encoded  # the stored tools, offered as they are
+        assert encoded["model"] == stored.models[0]  # named for the Web UI
+        assert set(encoded["budget"]) == {"max_tokens", "usd_headroom", "token_headroom"}
+        assert sent.route == stored.models and sent.offered_tools == stored.tool_names
     # Folded searches travel as bare calls; they act where the row says.
-    assert [len(sent.fold or []) for sent in script.sent_model_inputs] == [0, 1, 1]
-    assert all(i.run_first is None or i.run_first.context == inp.context for i in script.model_inputs)
-    assert [i.tool_names for i in script.model_inputs] == [stored.tool_names] * 3
+    assert [len(sent.folded_calls) for sent in script.model_inputs] == [0, 1, 1]
+    assert all(call.context == inp.context for i in script.model_inputs for call in i.folded_inputs())

@@ -77,9 +77,9 @@ def asks_once(
     def answer(inp: ModelCallInput) -> ModelCallResult:
         heard = told(inp)
         if heard is not None:
-            return say(f"{inp.agent_name} heard: {heard}")
+            return say(f"{inp.task.agent_name} heard: {heard}")
         action = first(inp) if depth(inp.task_id) < RUNAWAY else None
-        return action or say(f"{inp.agent_name} answered itself", cost=min(cost, inp.usd_headroom))
+        return action or say(f"{inp.task.agent_name} answered itself", cost=min(cost, inp.usd_headroom))
 
     return answer
 
@@ -127,7 +127,9 @@ async def run_tree(
 def refusals(script: Script) -> dict[str, str]:
     """What each task heard back, by its agent and depth (`b@1`)."""
     return {
-        f"{inp.agent_name}@{depth(inp.task_id)}": heard for inp in script.model_inputs if (heard := told(inp))
+        f"{inp.task.agent_name}@{depth(inp.task_id)}": heard
+        for inp in script.model_inputs
+        if (heard := told(inp))
     }
 
 
@@ -143,7 +145,7 @@ async def test_two_agents_asking_each_other_end_at_the_second_with_the_cycle_nam
     ts_env: WorkflowEnvironment, task_queue: str
 ) -> None:
     team = {"a": agent("a", ["b"]), "b": agent("b", ["a"])}
-    script = Script([], default=asks_once(lambda inp: ask("b" if inp.agent_name == "a" else "a")))
+    script = Script([], default=asks_once(lambda inp: ask("b" if inp.task.agent_name == "a" else "a")))
     result = await run_tree(ts_env, task_queue, script, team, "a")
     levels = sorted({depth(inp.task_id) for inp in script.model_inputs})
     assert levels == [0, 1], levels  # a, and the b it asked: b's question back to a never started
@@ -176,15 +178,15 @@ async def test_depth_counts_teammates_and_subagents_together(
         level = depth(inp.task_id)
         if level in (0, 2):
             return delegate()
-        return ask("b" if inp.agent_name == "a" else "c")
+        return ask("b" if inp.task.agent_name == "a" else "c")
 
     script = Script([], default=asks_once(first))
     await run_tree(ts_env, task_queue, script, team, "a")
     by_level = {depth(inp.task_id): inp for inp in script.model_inputs}
     assert sorted(by_level) == list(range(TREE_DEPTH + 1)) == [0, 1, 2, 3]
     deepest = by_level[TREE_DEPTH]
-    assert deepest.agent_name == "b"
-    offered = deepest.tool_names or []
+    assert deepest.task.agent_name == "b"
+    offered = deepest.offered_tools
     assert "agent.ask_teammate" not in offered and "agent.delegate" not in offered
     refusal = refusals(script)["b@3"]
     assert "unknown tool" not in refusal
@@ -199,10 +201,10 @@ async def test_a_teammates_budget_is_carved_from_what_its_asker_has_left(
     # spends all it is given (then a is out of budget and stops).
     team = {"a": agent("a", ["b"], usd=1.0), "b": agent("b", [], usd=5.0)}
     script = Script(
-        [], default=asks_once(lambda inp: ask("b", cost=0.3) if inp.agent_name == "a" else None, 50.0)
+        [], default=asks_once(lambda inp: ask("b", cost=0.3) if inp.task.agent_name == "a" else None, 50.0)
     )
     result = await run_tree(ts_env, task_queue, script, team, "a")
-    [asked] = [inp for inp in script.model_inputs if inp.agent_name == "b"]
+    [asked] = [inp for inp in script.model_inputs if inp.task.agent_name == "b"]
     assert asked.usd_headroom == pytest.approx(0.7)  # what a had left, not b's $5
     assert result.usage.cost_usd <= 1.0 + 1e-9, result.usage  # the tree, under the root's ceiling
     assert result.usage.cost_usd == pytest.approx(1.0)  # b's spend is charged to a
@@ -215,7 +217,7 @@ async def test_a_teammate_at_the_depth_limit_asking_to_delegate_hears_the_limit(
     team = {"a": agent("a", ["b"], max_depth=2), "b": agent("b", [])}
 
     def first(inp: ModelCallInput) -> ModelCallResult:
-        return ask("b") if (inp.agent_name, depth(inp.task_id)) == ("a", 1) else delegate()
+        return ask("b") if (inp.task.agent_name, depth(inp.task_id)) == ("a", 1) else delegate()
 
     script = Script([], default=asks_once(first))
     await run_tree(ts_env, task_queue, script, team, "a")

@@ -41,6 +41,15 @@ def test_an_approved_action_shows_who_approved_it_and_when() -> None:
     assert told.cost_usd == pytest.approx(0.0009)
 
 
+def test_a_decision_through_the_update_reads_like_the_signal_and_a_refused_one_is_absent() -> None:
+    told = story("approval_by_update")
+    assert told.result is not None and told.result.status == TaskStatus.SUCCESS
+    decided = only(told.entries, "signal", "approve from U_ALICE")
+    approved = only(told.entries, "approval", "github.create_issue approved by U_ALICE")
+    assert decided.who == approved.who == "U_ALICE"
+    assert not [e for e in told.entries if "U_MALLORY" in e.what]  # refused by the validator
+
+
 def test_an_expired_approval_shows_the_wait_and_that_nothing_ran() -> None:
     told = story("approval_expired")
     assert told.result is not None and told.result.status == TaskStatus.APPROVAL_EXPIRED
@@ -60,8 +69,7 @@ def test_model_steps_carry_tokens_and_cost_and_local_tool_runs_are_named() -> No
     assert [e.step for e in models] == [1, 2]
     assert models[0].what == "scripted/model: 1 tool call(s): memory.search; 150+20 tokens"
     assert [e.cost_usd for e in models] == pytest.approx([0.0003, 0.0004])
-    # Recorded before folding, memory.search ran as a local activity: its marker has no
-    # input, the tool still shows.
+    # memory.search ran inside the next model call: the tool still shows at its own step.
     assert only(told.entries, "tool", "memory.search: ok").step == 1
 
 

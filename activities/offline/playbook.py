@@ -6,7 +6,7 @@ example playbooks would otherwise fail at their first step, so the stand-in answ
 
 - a step that names a failed CI run and asks to read its logs reads them first
   (`github.list_failed_runs`, then `github.get_job_log` of the run's first failed job);
-- a step that asks for a fix, given the coding tools, runs `activities.llm.offline_coding`
+- a step that asks for a fix, given the coding tools, runs `activities.offline.coding`
   (the demo project's bug: workspace, tests, edit, draft pull request) and reports;
 - then it answers, ending with the object: a field named like a value the request carries
   (`repo` beside `{{ event.repo }}`) takes that value; an enum takes the choice the data it
@@ -19,7 +19,7 @@ example playbooks would otherwise fail at their first step, so the stand-in answ
 
 Beyond the coding skill's pull request (which a person approves), it opens no issue and posts
 nothing on a step's behalf: it cannot judge whether it should.
-Deterministic, like `activities.llm.offline`: what to do is read from the request outside its
+Deterministic, like `activities.offline`: what to do is read from the request outside its
 untrusted-data blocks, values from the blocks and from its own tool results.
 """
 
@@ -31,9 +31,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from activities.llm.offline import _REPO, LABEL, OfflineReply, _call
-from activities.llm.offline_coding import _history, coding_step
+from activities.offline import reading
+from activities.offline.coding import coding_step, history
+from activities.offline.reading import LABEL, OfflineReply
 from workflows.playbook_output import output_demand
+from workflows.playbook_types import FieldKind
 from workflows.untrusted import TAG
 
 LIST_RUNS = "github.list_failed_runs"
@@ -55,12 +57,13 @@ _SIGNS = {
     "pass": ("passed", "succeeded", "all green"),
 }
 GIST_CHARS = 240
+_KINDS = {kind.value: kind for kind in FieldKind}
 
 
 @dataclass(frozen=True)
 class Demanded:
     name: str
-    kind: str  # str, int, float, bool, list[str], or enum
+    kind: FieldKind
     choices: tuple[str, ...]
     optional: bool
 
@@ -74,14 +77,16 @@ def demanded_fields(cues: str) -> list[Demanded] | None:
         found = _FIELD.match(line.strip())
         if found is None:
             continue
-        kind = found["kind"]
+        said = found["kind"]
         choices: tuple[str, ...] = ()
-        if kind.startswith("one of "):
+        if said.startswith("one of "):
             try:
-                choices = tuple(str(c) for c in json.loads(f"[{kind.removeprefix('one of ')}]"))
+                choices = tuple(str(c) for c in json.loads(f"[{said.removeprefix('one of ')}]"))
             except ValueError:
                 choices = ()
-            kind = "enum"
+            kind = FieldKind.ENUM
+        else:
+            kind = _KINDS.get(said, FieldKind.STR)  # a kind it does not know is answered as text
         fields.append(Demanded(found["name"], kind, choices, bool(found["optional"])))
     return fields
 
@@ -119,17 +124,17 @@ def _read_ci(
     """The next read of a failed CI run's log the step asks for, None when there is none to make."""
     if not _LOGS.search(cues):
         return None
-    repo = _value(values, "repo") or next(iter(_REPO.findall(cues)), None)
+    repo = _value(values, "repo") or next(iter(reading.REPO.findall(cues)), None)
     if repo is None:
         return None
-    done = _history(messages)
+    done = history(messages)
     listed = [d for d in done if d.tool == LIST_RUNS]
     if not listed:
-        return _call(messages, LIST_RUNS, {"repo": repo}) if LIST_RUNS in tools else None
+        return reading.call(messages, LIST_RUNS, {"repo": repo}) if LIST_RUNS in tools else None
     if JOB_LOG not in tools or any(d.tool == JOB_LOG for d in done):
         return None
     job = _failed_job(listed[-1].result, _value(values, "run_id"))
-    return None if job is None else _call(messages, JOB_LOG, {"repo": repo, "job_id": job})
+    return None if job is None else reading.call(messages, JOB_LOG, {"repo": repo, "job_id": job})
 
 
 def _failed_job(runs: str, run_id: str | None) -> int | None:
@@ -158,13 +163,13 @@ class _Answer:
 
     def value(self, field: Demanded) -> Any:
         carried = _value(self.values, field.name)
-        if field.kind == "enum":
+        if field.kind is FieldKind.ENUM:
             return carried if carried in field.choices else self._choice(field.choices)
-        if field.kind in ("int", "float"):
-            return 0 if field.kind == "int" else 0.0
-        if field.kind == "bool":
+        if field.kind in (FieldKind.INT, FieldKind.FLOAT):
+            return 0 if field.kind is FieldKind.INT else 0.0
+        if field.kind is FieldKind.BOOL:
             return False
-        if field.kind == "list[str]":
+        if field.kind is FieldKind.LIST_STR:
             return self.failure_lines()[:5]
         if carried is not None:
             return carried

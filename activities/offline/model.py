@@ -9,27 +9,26 @@ on, never what its tools returned, and quotes the answer). After saving a decisi
 offers an issue; a "yes" in the thread opens it in the agent's bound repository (the
 system prompt names it, `workflows.prompts`). A request to fix something ("fix", "failing", "broken", a CI
 investigation that may propose a fix), given the coding tools, runs
-`activities.llm.offline_coding`: it fixes the one bug it knows (the demo project's) and
+`activities.offline.coding`: it fixes the one bug it knows (the demo project's) and
 proposes the draft pull request. A playbook step's request (it demands a JSON object of
-declared fields) is answered in that shape by `activities.llm.offline_playbook`. Any LiteLLM
+declared fields) is answered in that shape by `activities.offline.playbook`. Any LiteLLM
 provider replaces it once its key is set.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from activities.llm.compaction import SUMMARY_INSTRUCTION
-from workflows.prompts import BOUND_REPOS_LINE, MEMORIES_HEADER
-from workflows.tool_catalog import model_tool_name
-from workflows.types import ToolCall
-from workflows.untrusted import TAG, UNTRUSTED_DATA_RULE, unwrap
+from activities.offline import reading
+from activities.offline.coding import coding_step
+from activities.offline.playbook import playbook_step
+from activities.offline.reading import ISSUE_OFFER, LABEL, MAX_THREAD_LINES, OfflineReply
+from activities.offline.thread import thread_story
+from activities.store.transcript import SUMMARY_INSTRUCTION
+from workflows.prompts import MEMORIES_HEADER
+from workflows.untrusted import UNTRUSTED_DATA_RULE, unwrap
 
-LABEL = "[offline model]"
-_REPO = re.compile(r"\b([A-Za-z0-9][\w.-]*/[\w.-]*[A-Za-z0-9])\b")
 _DECISION = re.compile(r"\b(decid\w*|decision|agreed|we will|we'll|going with|chose)\b", re.I)
 _OPEN_ISSUE = re.compile(r"\b(open|create|file|raise)\b(\s+[\w-]+){0,3}?\s+issues?\b", re.I)
 _SAVE = re.compile(r"\b(capture|remember|save|note that)\b", re.I)
@@ -37,19 +36,8 @@ _TEAMMATE = re.compile(
     r"\b(?:(?:check|confirm|verify|consult)\s+with|ask)\s+@?([a-z0-9][a-z0-9-]*[a-z0-9])\b", re.I
 )
 _NOT_TEAMMATES = {"me", "you", "them", "him", "her", "us", "the", "a", "an", "it", "whether", "if"}
-_YES = re.compile(r"^(yes|yep|yeah|sure|ok|okay|please do|go ahead|do it)\b", re.I)
 _NO = re.compile(r"^(no|nope|not now|don't|do not)\b", re.I)
 _SPEAKER = re.compile(r"^[\w.@\[\]-]{1,80}:\s*")  # "U_ALICE: " before a follow-up's text
-_BLOCKS = re.compile(rf"<{TAG}[^>]*>.*?</{TAG}>", re.S)
-ISSUE_OFFER = "Open a GitHub issue to track it?"
-MAX_THREAD_LINES = 12
-_THREAD_HEADER = re.compile(r"^Thread \S+ in \S+: \d+ message\(s\)$")  # slack.read_thread's
-
-
-@dataclass
-class OfflineReply:
-    text: str
-    tool_calls: list[ToolCall]
 
 
 def _last(messages: list[dict[str, Any]], role: str) -> dict[str, Any] | None:
@@ -65,52 +53,9 @@ def _memories(messages: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _users(messages: list[dict[str, Any]]) -> list[int]:
-    """Where the user's messages are (the request, then follow-ups), memories left out."""
-    return [
-        i
-        for i, m in enumerate(messages)
-        if m["role"] == "user" and not str(m.get("content") or "").startswith(MEMORIES_HEADER)
-    ]
-
-
 def _request(messages: list[dict[str, Any]]) -> str:
-    users = _users(messages)
+    users = reading.users(messages)
     return str(messages[users[0]].get("content") or "") if users else ""
-
-
-def _cues(text: str) -> str:
-    """What a request asks, read outside its untrusted-data blocks (an issue title is data)."""
-    return _BLOCKS.sub(" ", text)
-
-
-def _bound_repos(system: str) -> list[str]:
-    for line in system.splitlines():
-        if line.startswith(BOUND_REPOS_LINE):
-            return [r.strip(" .") for r in line[len(BOUND_REPOS_LINE) :].split(",") if r.strip(" .")]
-    return []
-
-
-def _repo(request: str, system: str) -> str | None:
-    """The repository an issue goes to: one the request names among the bound ones, else the
-    first bound one; with none bound, one the request names."""
-    bound = _bound_repos(system)
-    named = _REPO.findall(_cues(request))
-    return (
-        next((r for r in named if r in bound), None)
-        or (bound[0] if bound else None)
-        or (named[0] if named else None)
-    )
-
-
-def _called(messages: list[dict[str, Any]], tool: str) -> bool:
-    name = model_tool_name(tool)
-    return any(
-        call["function"]["name"] == name
-        for m in messages
-        if m["role"] == "assistant"
-        for call in m.get("tool_calls") or []
-    )
 
 
 def _decision_text(messages: list[dict[str, Any]], request: str) -> str:
@@ -125,11 +70,6 @@ def _decision_text(messages: list[dict[str, Any]], request: str) -> str:
                     return line.split(": ", 1)[-1].strip()
     stripped = re.sub(r"(?i)\b(please|remember|capture|save|note)( that| the decision)?\b", "", request)
     return stripped.strip(" .") or request
-
-
-def _call(messages: list[dict[str, Any]], tool: str, arguments: dict[str, Any]) -> OfflineReply:
-    call_id = f"call_{len(messages)}_{model_tool_name(tool)}"
-    return OfflineReply("", [ToolCall(call_id, model_tool_name(tool), json.dumps(arguments))])
 
 
 def _plain(message: dict[str, Any]) -> dict[str, Any]:
@@ -150,19 +90,16 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     messages = [_plain(m) for m in messages]
     last = messages[-1] if messages else {"role": "user", "content": ""}
     request = _request(messages)
-    cues = _cues(request)
+    cues = reading.cues(request)
     lowered = cues.lower()
     system = str((_last(messages, "system") or {}).get("content") or "")
     if SUMMARY_INSTRUCTION in str(last.get("content") or ""):
         return OfflineReply(f"{LABEL} Summary: the request was: {request[:300]}", [])
-    # Imported here: it builds on this module's replies. A playbook step answers in its shape.
-    from activities.llm.offline_playbook import playbook_step
-
     step = playbook_step(messages, tools, request, cues, system)
     if step is not None:
         return step
 
-    users = _users(messages)
+    users = reading.users(messages)
     turn = users[-1] if users else 0  # the user's latest message: this turn starts there
     answer = ""
     if len(users) > 1 and last["role"] == "user":
@@ -170,45 +107,42 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     offered = any(ISSUE_OFFER in str(m.get("content") or "") for m in messages if m["role"] == "assistant")
     wants_thread = "thread" in lowered or "summar" in lowered
     wants_save = bool(_SAVE.search(cues))
-    wants_issue = bool(_OPEN_ISSUE.search(cues)) or (offered and bool(_YES.match(answer)))
-    can_issue = "github.create_issue" in tools and not _called(messages, "github.create_issue")
+    wants_issue = bool(_OPEN_ISSUE.search(cues)) or (offered and bool(reading.YES.match(answer)))
+    can_issue = "github.create_issue" in tools and not reading.called(messages, "github.create_issue")
 
     if offered and _NO.match(answer):
         return OfflineReply(f"{LABEL} OK, no issue.", [])
-    if "slack.read_thread" in tools and wants_thread and not _called(messages, "slack.read_thread"):
-        return _call(messages, "slack.read_thread", {})
+    if "slack.read_thread" in tools and wants_thread and not reading.called(messages, "slack.read_thread"):
+        return reading.call(messages, "slack.read_thread", {})
     teammate = next((n for n in _TEAMMATE.findall(cues) if n.lower() not in _NOT_TEAMMATES), None)
-    if "agent.ask_teammate" in tools and teammate and not _called(messages, "agent.ask_teammate"):
+    if "agent.ask_teammate" in tools and teammate and not reading.called(messages, "agent.ask_teammate"):
         # The request only: what the tools returned is data, and a teammate's request is not.
         question = cues.strip()[:500]
-        return _call(messages, "agent.ask_teammate", {"teammate": teammate.lower(), "question": question})
-    if "memory.save" in tools and wants_save and not _called(messages, "memory.save"):
-        return _call(messages, "memory.save", {"content": _decision_text(messages, cues)})
+        return reading.call(
+            messages, "agent.ask_teammate", {"teammate": teammate.lower(), "question": question}
+        )
+    if "memory.save" in tools and wants_save and not reading.called(messages, "memory.save"):
+        return reading.call(messages, "memory.save", {"content": _decision_text(messages, cues)})
     if (
         "memory.search" in tools
         and "what did we decide" in lowered
-        and not _called(messages, "memory.search")
+        and not reading.called(messages, "memory.search")
     ):
-        return _call(messages, "memory.search", {"query": request})
+        return reading.call(messages, "memory.search", {"query": request})
     if not wants_issue:  # asked for an issue, it tracks the problem rather than fixing it
-        # Imported here: it builds on this module's replies.
-        from activities.llm.offline_coding import coding_step
-
         coding = coding_step(messages, tools, cues, system)
         if coding is not None:
             return coding
-    from activities.llm.offline_thread import thread_story  # the thread's summary, issue, link
-
     story = thread_story(messages, tools, request=cues, answer=answer, offered=offered, system=system)
     if story is not None:
         return story
     if can_issue and wants_issue:
-        repo = _repo(f"{request}\n{answer}", system)
+        repo = reading.repo(f"{request}\n{answer}", system)
         if repo is None:
             return OfflineReply(f"{LABEL} Which repository should the issue go to (owner/name)?", [])
         title = _decision_text(messages, cues)[:80]
         body = "\n\n".join(_results(messages, 0))[:1000] or cues.strip()[:1000]
-        return _call(
+        return reading.call(
             messages, "github.create_issue", {"repo": repo, "title": f"Track: {title}", "body": body}
         )
 
@@ -222,7 +156,7 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
         remembered = _memories(messages)
         parts.append(f"What I remember here:\n{remembered}" if remembered else f"You asked: {request[:300]}")
     text = "\n".join(parts)
-    if can_issue and wants_save and not offered and _called(messages, "memory.save"):
+    if can_issue and wants_save and not offered and reading.called(messages, "memory.save"):
         text += f"\n{ISSUE_OFFER}"
     return OfflineReply(text, [])
 
@@ -235,7 +169,7 @@ def _results(messages: list[dict[str, Any]], since: int) -> list[str]:
             continue
         content = str(message.get("content") or "")
         lines = content.splitlines()
-        if lines and _THREAD_HEADER.match(lines[0]):
+        if lines and reading.THREAD_HEADER.match(lines[0]):
             more = len(lines) - 1 - MAX_THREAD_LINES
             content = "Summary of the thread:\n" + "\n".join(
                 f"- {line[:200]}" for line in lines[1 : 1 + MAX_THREAD_LINES]

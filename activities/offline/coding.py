@@ -7,7 +7,7 @@ workspace of the bound repository, run the tests, search for the bug, edit it, r
 again, propose the draft pull request (a person approves the diff) and report. A repair
 loop's fixer, lent the loop's workspace and offered no pull request, stops at the report.
 
-Deterministic, like the rest of `activities.llm.offline`: whether to act is read from the
+Deterministic, like the rest of `activities.offline`: whether to act is read from the
 request outside its untrusted-data blocks; what to do next, from the results of its own
 tool calls. Any other bug it names plainly as beyond it, and proposes nothing.
 """
@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from activities.llm.offline import _REPO, LABEL, OfflineReply, _bound_repos, _call
+from activities.offline import reading
+from activities.offline.reading import LABEL, OfflineReply
 from workflows.tool_catalog import catalog_tool_name
 
 OPEN = "code.open_workspace"
@@ -49,7 +50,7 @@ KNOWN_BUG = "The offline model knows one kind of bug only, a divisor one too lar
 
 
 @dataclass
-class _Done:
+class Done:
     tool: str
     arguments: dict[str, Any]
     result: str
@@ -76,7 +77,7 @@ def coding_step(
     the request asks for no fix, no workspace can be opened or is open, or it has answered."""
     if not wants_fix(request_cues) or _answered(messages):
         return None
-    done = _history(messages)
+    done = history(messages)
     opened = [d for d in done if d.tool == OPEN]
     if OPEN in tools:  # no workspace is open yet
         if opened:
@@ -91,19 +92,19 @@ def coding_step(
 
 
 def _open(messages: list[dict[str, Any]], cues: str, system: str) -> OfflineReply:
-    bound = _bound_repos(system)
+    bound = reading.bound_repos(system)
     if not bound:
         return _text(
             "I would open a workspace to fix this, but no GitHub repository is bound to me "
             "(spec.surfaces.github.repos)."
         )
-    named = {name.lower() for name in _REPO.findall(cues)}
+    named = {name.lower() for name in reading.REPO.findall(cues)}
     repo = next((r for r in bound if r.lower() in named), bound[0])
     base = next((found.group(1).rstrip(".") for p in _BRANCH if (found := p.search(cues))), "main")
-    return _call(messages, OPEN, {"repo": repo, "base": base})
+    return reading.call(messages, OPEN, {"repo": repo, "base": base})
 
 
-def _fix(messages: list[dict[str, Any]], tools: list[str], done: list[_Done]) -> OfflineReply:
+def _fix(messages: list[dict[str, Any]], tools: list[str], done: list[Done]) -> OfflineReply:
     """Run the tests; on a failure search for the bug and edit it; run them again; propose."""
     edits = [i for i, d in enumerate(done) if d.tool == EDIT]
     edit = done[edits[-1]] if edits else None
@@ -111,7 +112,7 @@ def _fix(messages: list[dict[str, Any]], tools: list[str], done: list[_Done]) ->
         return _could_not(f"my edit of {edit.arguments.get('path')} was refused: {_first_line(edit.result)}")
     runs = [d for d in done[edits[-1] + 1 if edits else 0 :] if d.tool == RUN_TESTS]
     if not runs:
-        return _call(messages, RUN_TESTS, {})
+        return reading.call(messages, RUN_TESTS, {})
     passed = _passed(runs[-1].result)
     if passed is None:
         return _could_not(f"the tests did not run: {_first_line(runs[-1].result)}")
@@ -120,13 +121,13 @@ def _fix(messages: list[dict[str, Any]], tools: list[str], done: list[_Done]) ->
             return _text("The tests pass already: there is nothing for me to fix.")
         searches = [d for d in done if d.tool == SEARCH]
         if not searches:
-            return _call(messages, SEARCH, {"pattern": OFF_BY_ONE})
+            return reading.call(messages, SEARCH, {"pattern": OFF_BY_ONE})
         hit = _hit(searches[-1].result)
         if hit is None:
             return _could_not(
                 f"no line divides by `(len(x) + 1)`, so {_failing(done)} failing has another cause"
             )
-        return _call(messages, EDIT, {"path": hit.path, "old": hit.old, "new": hit.new})
+        return reading.call(messages, EDIT, {"path": hit.path, "old": hit.old, "new": hit.new})
     if not passed:
         return _could_not(
             f"after changing `{edit.arguments.get('old')}` to `{edit.arguments.get('new')}` in "
@@ -134,11 +135,13 @@ def _fix(messages: list[dict[str, Any]], tools: list[str], done: list[_Done]) ->
         )
     proposals = [d for d in done if d.tool == PROPOSE]
     if PROPOSE in tools and not proposals:
-        return _call(messages, PROPOSE, {"title": f"Fix {_failing(done)}"[:200], "body": _body(edit, done)})
+        return reading.call(
+            messages, PROPOSE, {"title": f"Fix {_failing(done)}"[:200], "body": _body(edit, done)}
+        )
     return _text(_report(edit, done, proposals[-1].result if proposals else None))
 
 
-def _body(edit: _Done, done: list[_Done]) -> str:
+def _body(edit: Done, done: list[Done]) -> str:
     path, old, new = (edit.arguments.get(key) for key in ("path", "old", "new"))
     return (
         f"`{path}` divided by `{_divisor(old)}`, one more than `{_divisor(new)}`, so {_failing(done)} "
@@ -147,7 +150,7 @@ def _body(edit: _Done, done: list[_Done]) -> str:
     )
 
 
-def _report(edit: _Done, done: list[_Done], proposal: str | None) -> str:
+def _report(edit: Done, done: list[Done], proposal: str | None) -> str:
     path, old, new = (edit.arguments.get(key) for key in ("path", "old", "new"))
     lines = [
         f"Fixed {_failing(done)}.",
@@ -170,7 +173,7 @@ def _divisor(snippet: object) -> str:
     return str(snippet).removeprefix("/").strip()
 
 
-def _history(messages: list[dict[str, Any]]) -> list[_Done]:
+def history(messages: list[dict[str, Any]]) -> list[Done]:
     """Each tool call the model made, in order, with its result."""
     results = {m.get("tool_call_id"): str(m.get("content") or "") for m in messages if m["role"] == "tool"}
     done = []
@@ -184,7 +187,7 @@ def _history(messages: list[dict[str, Any]]) -> list[_Done]:
                 arguments = {}
             tool = catalog_tool_name(call["function"]["name"])
             done.append(
-                _Done(tool, arguments if isinstance(arguments, dict) else {}, results.get(call["id"], ""))
+                Done(tool, arguments if isinstance(arguments, dict) else {}, results.get(call["id"], ""))
             )
     return done
 
@@ -200,7 +203,7 @@ def _passed(result: str) -> bool | None:
     return None if found is None else found.group(1) == "PASSED"
 
 
-def _failing(done: list[_Done]) -> str:
+def _failing(done: list[Done]) -> str:
     """The tests the first failing run named, or words for them."""
     for d in done:
         if d.tool == RUN_TESTS and _passed(d.result) is False:

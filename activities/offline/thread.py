@@ -2,7 +2,7 @@
 the thread it read and the decision it saved, the offer of an issue; on "yes" the issue in
 the agent's bound repository (its title the decision, its body the summary); then the link.
 
-`activities.llm.offline` runs the steps before (reading the thread, saving the decision) and
+`activities.offline.model` runs the steps before (reading the thread, saving the decision) and
 hands over here once they are done. Deterministic, like the rest of the stand-in: what it
 writes comes from its own tool calls' results (the thread as `slack.read_thread` lists it,
 what `memory.save` saved, what `github.create_issue` created); whether to act comes from the
@@ -17,18 +17,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from activities.llm.offline import (
-    _THREAD_HEADER,
-    _YES,
-    ISSUE_OFFER,
-    LABEL,
-    MAX_THREAD_LINES,
-    OfflineReply,
-    _call,
-    _called,
-    _repo,
-    _users,
-)
+from activities.offline import reading
+from activities.offline.reading import ISSUE_OFFER, LABEL, MAX_THREAD_LINES, OfflineReply
 from workflows.tool_catalog import model_tool_name
 
 READ, SAVE, CREATE = "slack.read_thread", "memory.save", "github.create_issue"
@@ -63,8 +53,8 @@ def thread_story(
     header, said = read
     if last.get("role") == "tool" and _answers(messages, last, CREATE):
         return _link(str(last.get("content") or ""))
-    if offered and _YES.match(answer) and CREATE in tools and not _called(messages, CREATE):
-        repo = _repo(f"{request}\n{answer}", system)
+    if offered and reading.YES.match(answer) and CREATE in tools and not reading.called(messages, CREATE):
+        repo = reading.repo(f"{request}\n{answer}", system)
         if repo is None:
             return None  # the caller asks which repository
         decision = _decision(messages, said, request)
@@ -72,8 +62,8 @@ def thread_story(
         body = f"Decision: {decision}\n\nSummary of the Slack thread {header}:\n" + "\n".join(
             f"- {line}" for line in _summary(said, request)
         )
-        return _call(messages, CREATE, {"repo": repo, "title": title, "body": body})
-    users = _users(messages)
+        return reading.call(messages, CREATE, {"repo": repo, "title": title, "body": body})
+    users = reading.users(messages)
     this_turn = messages[users[-1] :] if users else messages
     if offered or last.get("role") != "tool" or not _only_called(this_turn, {READ, SAVE}):
         return None
@@ -84,7 +74,7 @@ def _thread_read(messages: list[dict[str, Any]]) -> tuple[str, list[_Said]] | No
     """(where the thread is, who said what) from the task's latest `slack.read_thread` result."""
     for message in reversed(messages):
         lines = str(message.get("content") or "").splitlines() if message.get("role") == "tool" else []
-        if lines and _THREAD_HEADER.match(lines[0]):
+        if lines and reading.THREAD_HEADER.match(lines[0]):
             said = [_Said(m["name"], m["text"]) for line in lines[1:] if (m := _LINE.match(line))]
             return lines[0].removeprefix("Thread ").split(": ", 1)[0], said
     return None
@@ -125,7 +115,7 @@ def _summary_reply(messages: list[dict[str, Any]], said: list[_Said], request: s
         done = first.startswith(("Saved", "Already saved"))
         lines.append(f"**Decision:** {_decision(messages, said, request)}")
         lines.append(f"{first.split(':', 1)[0]}." if done else f"Not saved: {first}")
-        if done and CREATE in tools and not _called(messages, CREATE):
+        if done and CREATE in tools and not reading.called(messages, CREATE):
             lines.append(ISSUE_OFFER)
     return "\n".join(lines)
 

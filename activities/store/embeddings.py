@@ -78,7 +78,7 @@ async def embed(model: str, texts: list[str]) -> Embeddings:
 async def _litellm_embed(model: str, texts: list[str]) -> Embeddings:
     import litellm  # heavy: loaded only when a provider model is configured
 
-    from activities.llm.providers import API_BASE_ENV, quiet_litellm
+    from activities.providers import API_BASE_ENV, quiet_litellm
 
     quiet_litellm()
 
@@ -108,7 +108,9 @@ async def _litellm_embed(model: str, texts: list[str]) -> Embeddings:
         )
     dims = len(vectors[0])
     if any(len(v) != dims for v in vectors):
-        raise ApplicationError(f"embedding model {model!r} returned mixed dimensions")
+        raise ApplicationError(
+            f"embedding model {model!r} returned mixed dimensions", type=ErrorType.EMBEDDING_SHAPE
+        )
     usage = getattr(response, "usage", None)
     prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
     return Embeddings(model, dims, vectors, prompt_tokens, _cost(response))
@@ -139,7 +141,7 @@ def _cost(response: Any) -> float:
 def _classify(model: str, exc: Exception) -> ApplicationError:
     """The model calls' classification (auth, not found, bad request: non-retryable; 429
     with its Retry-After, 5xx, timeouts: retryable), worded for the embedding setting."""
-    from activities.llm.providers import classify_error
+    from activities.providers import classify_error
 
     err = classify_error(model, exc)
     return ApplicationError(

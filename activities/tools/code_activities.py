@@ -26,7 +26,8 @@ from activities.loops.host import held_workspace
 from activities.runtime import runtime
 from activities.store import loops as loop_rows
 from activities.store.changes import FileChange, save_changes
-from activities.tools.tool_activities import bound_and_audit, execute_tool
+from activities.store.tool_calls import bound_and_audit
+from activities.tools.tool_activities import execute_tool
 from workflows.code_types import CodeActivity, CodeToolInput, CodeToolResult
 from workflows.errors import ErrorType
 from workflows.loop_types import DiffSnapshot

@@ -1,0 +1,223 @@
+"""The provider layer: one LiteLLM call, its usage and cost, and its errors classified.
+
+Kept apart from the model activity so the activity's bookkeeping does not depend on any
+provider. LiteLLM's own retries are off; the error type and `next_retry_delay` tell
+Temporal whether and when to retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from workflows.errors import ErrorType
+from workflows.types import ModelCallResult, ModelUsage, ToolCall
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+# Where to send OpenAI-compatible calls instead of the provider's default (a gateway, a
+# local server, or the fake provider in the tests).
+API_BASE_ENV = "OPENLOOP_MODEL_API_BASE"
+
+
+# LiteLLM's loggers: below WARNING they only say what our own log already says.
+LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
+_quieted = False
+
+
+def quiet_litellm() -> None:
+    """Keep LiteLLM's banner ("Give Feedback / Get Help"), its debug hints and its info
+    logging out of the worker's output: our error classification says what went wrong.
+    Idempotent and cheap; called wherever LiteLLM is first used."""
+    global _quieted
+    if _quieted:
+        return
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.set_verbose = False
+    for name in LITELLM_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    _quieted = True
+
+
+@dataclass
+class ProviderCall:
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    max_tokens: int
+    timeout_seconds: float
+    prompt_tokens_estimate: int
+
+
+def price_per_token(model: str) -> tuple[float, float] | None:
+    """(input, output) USD per token from LiteLLM's local cost map; None when unknown."""
+    import litellm
+
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - LiteLLM raises plain Exception for unmapped models
+        return None
+    input_price = info.get("input_cost_per_token")
+    output_price = info.get("output_cost_per_token")
+    if input_price is None or output_price is None:
+        return None
+    return float(input_price), float(output_price)
+
+
+async def call_provider(call: ProviderCall) -> ModelCallResult:
+    import litellm
+
+    quiet_litellm()
+    kwargs = completion_kwargs(call)
+    try:
+        response = await litellm.acompletion(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - classified below
+        # `from None`: the cause chain goes into workflow history, and some providers echo
+        # the request (with its key) in their error text.
+        raise classify_error(call.model, exc) from None
+    return result_of(call, response)
+
+
+def completion_kwargs(call: ProviderCall) -> dict[str, Any]:
+    """LiteLLM's arguments for `call`: its own retries off, the API base when one is set."""
+    kwargs: dict[str, Any] = {
+        "model": call.model,
+        "messages": call.messages,
+        "max_tokens": call.max_tokens,
+        "timeout": call.timeout_seconds,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    if call.tools:
+        kwargs["tools"] = call.tools
+    if os.environ.get(API_BASE_ENV):
+        kwargs["api_base"] = os.environ[API_BASE_ENV]
+    return kwargs
+
+
+def result_of(call: ProviderCall, response: Any) -> ModelCallResult:
+    """The workflow's view of a provider's answer: text, tool calls, usage and its cost."""
+    choice = response.choices[0]
+    message = choice.message
+    tool_calls = [
+        ToolCall(tc.id, tc.function.name, tc.function.arguments or "{}") for tc in (message.tool_calls or [])
+    ]
+    usage = getattr(response, "usage", None)
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or call.prompt_tokens_estimate)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    prices = price_per_token(call.model)
+    cost = 0.0
+    if prices is not None:
+        cost = prompt_tokens * prices[0] + completion_tokens * prices[1]
+    finish = choice.finish_reason or "stop"
+    return ModelCallResult(
+        text=message.content or "",
+        tool_calls=tool_calls,
+        finish_reason="tool_calls" if tool_calls else ("length" if finish == "length" else "stop"),
+        usage=ModelUsage(call.model, prompt_tokens, completion_tokens, cost),
+        transcript_upto=0,
+        max_tokens_used=call.max_tokens,
+    )
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds the provider asked us to wait (Retry-After or retry-after-ms), if it said."""
+    response = getattr(exc, "response", None)
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(exc, "headers", None),
+        getattr(response, "headers", None) if response is not None else None,
+    ):
+        if not headers:
+            continue
+        millis = headers.get("retry-after-ms")
+        seconds = headers.get("retry-after") or headers.get("Retry-After")
+        try:
+            if millis is not None:
+                return max(0.0, float(millis) / 1000)
+            if seconds is not None:
+                return max(0.0, float(seconds))
+        except ValueError:
+            continue
+    return None
+
+
+def key_variable(model: str) -> str:
+    """The environment variable holding the provider key for `model`, e.g. OPENAI_API_KEY."""
+    import litellm
+
+    try:
+        provider = litellm.get_llm_provider(model)[1]
+    except Exception:  # noqa: BLE001 - an unknown provider falls back to the model prefix
+        provider = model.split("/", 1)[0]
+    return f"{provider.upper()}_API_KEY"
+
+
+_MISSING_KEY = re.compile(
+    r"missing (credentials|[\w ]{0,20}api[ _]?key)|api[ _]?key (is )?(not set|missing|required)", re.I
+)
+
+
+def _missing_credentials(exc: Exception) -> bool:
+    """The provider was never asked: the client found no key to send."""
+    return bool(_MISSING_KEY.search(str(exc)[:500]))
+
+
+def classify_error(model: str, exc: Exception) -> ApplicationError:
+    """Map a LiteLLM/provider exception to a retryable or non-retryable ApplicationError."""
+    import litellm
+
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    if _missing_credentials(exc):
+        # LiteLLM reports some providers' missing key as a 500 (OpenAI) or a connection
+        # error (Gemini): it is the worker's configuration, not an outage.
+        return ApplicationError(
+            f"{model}: no API key: set {key_variable(model)} in the worker's environment, or "
+            "name another model in spec.model_policy",
+            type=ErrorType.MODEL_AUTH_ERROR,
+            non_retryable=True,
+        )
+    if isinstance(exc, litellm.AuthenticationError | litellm.PermissionDeniedError) or status in (
+        401,
+        403,
+    ):
+        return ApplicationError(
+            f"{model}: the provider rejected the credentials; check {key_variable(model)} "
+            "in the worker's environment",
+            type=ErrorType.MODEL_AUTH_ERROR,
+            non_retryable=True,
+        )
+    if isinstance(exc, litellm.NotFoundError) or status == 404:
+        return ApplicationError(
+            f"{model}: model not found at the provider; check spec.model_policy",
+            type=ErrorType.MODEL_NOT_FOUND,
+            non_retryable=True,
+        )
+    if isinstance(exc, litellm.RateLimitError) or status == 429:
+        delay = _retry_after(exc)
+        return ApplicationError(
+            f"{model}: rate limited by the provider",
+            type=ErrorType.MODEL_RATE_LIMITED,
+            next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
+        )
+    if isinstance(exc, litellm.BadRequestError) or status in (400, 413, 422):
+        return ApplicationError(
+            f"{model}: the provider refused the request as invalid ({name})",
+            type=ErrorType.MODEL_BAD_REQUEST,
+            non_retryable=True,
+        )
+    delay = _retry_after(exc)
+    return ApplicationError(
+        f"{model}: provider unavailable ({name}{f' {status}' if status else ''})",
+        type=ErrorType.MODEL_UNAVAILABLE,
+        next_retry_delay=timedelta(seconds=delay) if delay is not None else None,
+    )
