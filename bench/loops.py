@@ -283,7 +283,7 @@ async def stored_diff(world: World, sizes: Sizes) -> tuple[str, int]:
 
 
 async def lost_workspace(world: World, sizes: Sizes) -> dict[str, Any]:
-    """A real loop whose workspace goes in round 2 (its `.git` removed while verify runs), so
+    """A real loop whose workspace goes in round 2 (its repository removed while verify runs), so
     the next activity finds it lost and the loop rebuilds it from round 1's stored diff."""
     files = " ".join(f"src/module_{i}.py" for i in range(sizes.diff_files))
     play = f"for f in {files}; do echo '# round' {{round}} >> $f; done"
@@ -297,7 +297,7 @@ async def lost_workspace(world: World, sizes: Sizes) -> dict[str, Any]:
         if time.monotonic() > deadline:
             raise RuntimeError("round 2's verify never started")
         await asyncio.sleep(0.02)
-    await asyncio.to_thread(shutil.rmtree, world.host.repo(handle.id) / ".git")
+    await asyncio.to_thread(shutil.rmtree, workspace.git_dir(world.host.repo(handle.id)))
     result = await handle.result()
     spans = await activity_spans(handle)
     acquires = [span for span in spans if span[0] == LoopActivity.ACQUIRE_WORKSPACE]

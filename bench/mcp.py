@@ -198,10 +198,15 @@ async def activity_in_parts(
     mark("record")
 
 
-def sdk_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
+def sdk_client(
+    headers: dict[str, str], timeout: httpx2.Timeout, watch: mcp_client.RefusalWatch | None = None
+) -> httpx2.AsyncClient:
     """The SDK's own HTTP client, a new TLS context each time: what every MCP connection
     built before the gateway kept one per worker (M1)."""
-    return create_mcp_http_client(headers=headers, timeout=timeout)
+    http = create_mcp_http_client(headers=headers, timeout=timeout)
+    if watch is not None:
+        http.event_hooks["response"].append(watch)
+    return http
 
 
 @contextlib.contextmanager
@@ -220,8 +225,10 @@ async def requests_per_call(inp: McpCallInput) -> list[str]:
     seen: list[str] = []
     factory = mcp_client.http_client
 
-    def counting(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
-        http = factory(headers=headers, timeout=timeout)
+    def counting(
+        headers: dict[str, str], timeout: httpx2.Timeout, watch: mcp_client.RefusalWatch | None = None
+    ) -> httpx2.AsyncClient:
+        http = factory(headers=headers, timeout=timeout, watch=watch)
 
         async def hook(request: Any) -> None:
             body = request.content.decode(errors="replace") if request.method == "POST" else ""

@@ -14,6 +14,7 @@ from collections.abc import Collection
 from typing import Any
 
 from temporalio.client import WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ApprovalDecision, ApprovalRequest, TaskStatus
@@ -35,7 +36,13 @@ async def pending_approval(
     """
     deadline = time.monotonic() + within
     while True:
-        status = await handle.query(AgentTaskWorkflow.status)
+        try:
+            status = await handle.query(AgentTaskWorkflow.status)
+        except RPCError as err:
+            # A loaded machine may answer a query late: ask again, within the same deadline.
+            if err.status != RPCStatusCode.DEADLINE_EXCEEDED or time.monotonic() > deadline:
+                raise
+            continue
         if status.pending_approval is not None:
             return status.pending_approval
         if while_status is not None:
