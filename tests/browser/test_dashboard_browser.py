@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_openloop_up import cli, stack_env, start_up, stop  # noqa: F401
+from tests.integration.up_env import cli, start_up, stop
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
@@ -53,7 +53,7 @@ def csp_refusals(context: Any) -> list[str]:
 
 
 def test_sign_in_approve_from_the_inbox_watch_it_finish_and_see_spend(
-    stack_env: dict[str, str],  # noqa: F811
+    stack_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     from playwright.sync_api import expect, sync_playwright
@@ -117,7 +117,7 @@ def test_sign_in_approve_from_the_inbox_watch_it_finish_and_see_spend(
 
 
 def test_sign_in_with_an_openid_connect_provider(
-    stack_env: dict[str, str],  # noqa: F811
+    stack_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     """The sign-in page's button, through a provider on 127.0.0.1 and back, as an admin."""

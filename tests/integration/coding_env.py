@@ -1,9 +1,11 @@
 """A coding task's world for the tests: the ordinary worker, a loop worker that holds
 workspaces, the demo project in a bare repository served over git's smart HTTP, and a fake
-GitHub whose Git data and pulls API write into that same repository."""
+GitHub whose Git data and pulls API write into that same repository; a scripted model that
+fixes the demo project, and a clone of what it pushed."""
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -23,10 +25,11 @@ from surfaces.tasks import start_task
 from tests.fakes.git_http import FakeGitHost
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_git import pull_requests
+from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.integration.loop_env import DEMO, PYTEST
 from workers.loops import build_loop_workers
 from workers.worker import build_worker
-from workflows.types import SurfaceContext
+from workflows.types import SurfaceContext, TaskResult
 
 TOKEN = "ghp_coding_secret_0123456789"
 MODEL = "openai/gpt-4o-mini"
@@ -40,6 +43,8 @@ CODE_TOOLS = [
     {"name": "code.run", "permissions": ["code:run"]},
     {"name": "github.create_pull_request", "permissions": ["pulls:write"]},
 ]
+# The edit that fixes the demo project's mean().
+FIX = {"path": "calc.py", "old": "/ (len(values) + 1)", "new": "/ len(values)"}
 
 
 @dataclass
@@ -130,3 +135,30 @@ async def coding_world(
         github_client.reset_clients()
         github.stop()
         git.stop()
+
+
+def script_fix(api: FakeModelAPI, repo: str, *, edit: bool = True) -> None:
+    """The model opens a workspace on `repo`, finds the bug, fixes it (unless not `edit`),
+    runs the tests and proposes a pull request."""
+    api.answer_tool_calls([tool_call("c1", "code__open_workspace", {"repo": repo})])
+    api.answer_tool_calls([tool_call("c2", "code__search", {"pattern": r"len\(values\) \+ 1"})])
+    if edit:
+        api.answer_tool_calls([tool_call("c3", "code__edit_file", FIX)])
+    api.answer_tool_calls([tool_call("c4", "code__run_tests", {})])
+    api.answer_tool_calls(
+        [tool_call("c5", "github__create_pull_request", {"title": "Fix calc.mean", "body": "Divide by n."})]
+    )
+    api.answer("Proposed the fix.")
+
+
+def cloned(world: CodingWorld, branch: str, into: Path) -> Path:
+    url = f"{world.git.url}/{world.repo}.git".replace("://", f"://x:{TOKEN}@", 1)
+    subprocess.run(
+        ["git", "clone", "-q", "--branch", branch, url, str(into)], check=True, capture_output=True
+    )
+    return into
+
+
+async def result_of(handle: WorkflowHandle[Any, Any]) -> TaskResult:
+    result: TaskResult = await handle.result()
+    return result

@@ -1,4 +1,5 @@
-"""Shared set-up for the GitHub integration tests: a fake GitHub, the webhook app, payloads."""
+"""Shared set-up for the GitHub integration tests: a fake GitHub, the webhook app, payloads,
+and the tasks a delivery started (their input; ended when the test is over)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import httpx
 from fastapi import FastAPI
 from pydantic import SecretStr
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from activities.github import client as github_client
 from activities.store.agents import StoredAgent, apply_agent
@@ -23,6 +25,7 @@ from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.github import webhooks
 from tests.fakes.github_api import FakeGitHub
+from workflows.types import TaskInput
 
 SECRET = "webhook-secret"
 TOKEN = "ghp_test"
@@ -154,3 +157,17 @@ def failed_run(repo: str, branch: str, pr: int | None) -> dict[str, Any]:
             "html_url": f"https://github.test/{repo}/actions/runs/99",
         },
     }
+
+
+async def task_input(client: Client, task_id: str) -> TaskInput:
+    history = await client.get_workflow_handle(task_id).fetch_history()
+    attrs = history.events[0].workflow_execution_started_event_attributes
+    [decoded] = await client.data_converter.decode(attrs.input.payloads, [TaskInput])
+    return decoded  # type: ignore[no-any-return]
+
+
+async def terminate(client: Client, task_id: str) -> None:
+    try:
+        await client.get_workflow_handle(task_id).terminate("test over")
+    except RPCError:
+        pass

@@ -1,6 +1,7 @@
 """A playbook runtime's world for the tests: the ordinary worker on a fresh task queue, applied
 agents on a priced model the scripted model API answers for, compiled playbooks built the way
-the compiler builds them, and helpers to wait for a run's stored record."""
+the compiler builds them, helpers to wait for a run's stored record, and the environment of
+`openloop` commands run against a world."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from activities.store.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
+from workers.embedded import TemporalDevServer
 from workers.worker import build_worker
 from workflows.playbook_calls import SensorPoll
 from workflows.playbook_types import (
@@ -136,3 +138,24 @@ async def playbook_world(client: Client, pg_url: str, tmp_path: Any) -> AsyncIte
     settings = Settings(database_url=pg_url, state_dir=tmp_path / "state", task_queue=f"tq-{suffix}")
     async with build_worker(client, settings):
         yield PlaybookWorld(client, settings, suffix)
+
+
+async def one_step(world: PlaybookWorld, base: str, event: EventType, instructions: str) -> str:
+    """Apply a one-step playbook on `event`; its name."""
+    agent = await world.agent()
+    step = PlaybookStep(name="look", agent=agent, instructions=instructions, output=(field("summary"),))
+    name = world.name(base)
+    await world.apply([playbook(name, on_event(event.name), step)], [event])
+    return name
+
+
+def cli_env(world: PlaybookWorld, dev_server: TemporalDevServer) -> dict[str, str]:
+    url = world.settings.require_database_url()
+    separator = "&" if "?" in url else "?"
+    return {
+        "OPENLOOP_DATABASE_URL": f"{url}{separator}application_name=openloop-playbooks-cli",
+        "OPENLOOP_TEMPORAL_ADDRESS": dev_server.address,
+        "OPENLOOP_TASK_QUEUE": world.settings.task_queue,
+        "OPENLOOP_STATE_DIR": str(world.settings.state_dir),
+        "COLUMNS": "200",
+    }

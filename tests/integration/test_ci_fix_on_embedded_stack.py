@@ -10,9 +10,7 @@ import hmac
 import json
 import re
 import subprocess
-import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -21,23 +19,15 @@ from tests.fakes import serve_github
 from tests.fakes.git_http import FakeGitHost
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_git import pull_requests
-from tests.integration.test_openloop_up import cli, stack_env, start_up, stop  # noqa: F401
+from tests.helpers import eventually
+from tests.integration.up_env import cli, start_up, stop
 
 _APPROVE = re.compile(r"openloop approve (\S+?)`")
-
-
-def eventually(check: Callable[[], object], what: str, within: float = 180.0) -> object:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+STEP_SECONDS = 180.0  # how long each step of the story may take
 
 
 def test_a_ci_failure_ends_in_one_draft_pull_request_after_one_approval(
-    stack_env: dict[str, str],  # noqa: F811
+    stack_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     git = FakeGitHost(tmp_path / "git", token=serve_github.TOKEN).start()
@@ -83,17 +73,17 @@ def test_a_ci_failure_ends_in_one_draft_pull_request_after_one_approval(
                     return found.group(1)
             return None
 
-        task_id = str(eventually(approval_comment, f"the approval request\n{log.read_text()}"))
+        task_id = str(eventually(approval_comment, f"the approval request\n{log.read_text()}", STEP_SECONDS))
         assert pull_requests(github, serve_github.REPO) == []  # nothing before the click
         approved = cli(env, "approve", task_id)
         assert approved.returncode == 0, approved.stdout + approved.stderr
-        eventually(lambda: pull_requests(github, serve_github.REPO), "the draft pull request")
+        eventually(lambda: pull_requests(github, serve_github.REPO), "the draft pull request", STEP_SECONDS)
 
         def replied_with_link() -> bool:
             pull = pull_requests(github, serve_github.REPO)[0]
             return any(pull["html_url"] in c["body"] for c in github.commit_comments(serve_github.REPO, sha))
 
-        eventually(replied_with_link, "the reply naming the pull request")
+        eventually(replied_with_link, "the reply naming the pull request", STEP_SECONDS)
         (pull,) = pull_requests(github, serve_github.REPO)
         assert pull["draft"] is True and pull["head"]["ref"] == f"openloop/{task_id}"
         checkout = tmp_path / "pushed"

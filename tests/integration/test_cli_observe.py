@@ -15,15 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
-from typer.testing import CliRunner, Result
 
 from activities.tools.catalog import specs_for
 from config.loader import parse_agent
-from surfaces.cli.main import app
-from tests.helpers import pending_approval
+from tests.helpers import Handle, pending_approval
+from tests.integration.observe_env import Cli
 from tests.workflow.record_histories import HELPER_YAML, ISSUE_ARGS, ISSUES_YAML, SEARCH_ARGS
 from tests.workflow.scripted import Script, say, use
 from workers.embedded import TemporalDevServer, find_binary
@@ -31,31 +30,7 @@ from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import ApprovalDecision, SurfaceContext, TaskInput, TaskResult, TaskStatus
-
-Handle = WorkflowHandle[AgentTaskWorkflow, TaskResult]
-
-
-@dataclass
-class Cli:
-    address: str
-
-    async def __call__(self, *args: str) -> Result:
-        env = {
-            "OPENLOOP_TEMPORAL_ADDRESS": self.address,
-            "OPENLOOP_TEMPORAL_UI_PORT": "8233",
-            "COLUMNS": "250",
-        }
-        return await asyncio.to_thread(lambda: CliRunner().invoke(app, list(args), env=env))
-
-    async def until(self, expected: str, *args: str) -> Result:
-        """Visibility is eventually consistent: retry a listing until it shows `expected`."""
-        for _ in range(50):
-            result = await self(*args)
-            if expected in result.output:
-                return result
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"{expected!r} never showed in:\n{result.output}")
+from workflows.types import ApprovalDecision, SurfaceContext, TaskInput, TaskStatus
 
 
 @dataclass

@@ -10,20 +10,18 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from pathlib import Path
-from typing import Any
 
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client
 from typer.testing import CliRunner
 
 from surfaces.cli.main import app
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.helpers import approve_when_pending, pending_approval
-from tests.integration.coding_env import TOKEN, CodingWorld, coding_world
+from tests.integration.coding_env import cloned, coding_world, result_of, script_fix
 from workers.embedded import TemporalDevServer
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import ApprovalDecision, TaskResult, TaskStatus
+from workflows.types import ApprovalDecision, TaskStatus
 
-FIX = {"path": "calc.py", "old": "/ (len(values) + 1)", "new": "/ len(values)"}
 DELETE_TEST = {
     "path": "tests/test_calc.py",
     "old": "def test_mean() -> None:\n    assert mean([2, 4, 6]) == 4\n",
@@ -31,40 +29,15 @@ DELETE_TEST = {
 }
 
 
-def script_fix(api: FakeModelAPI, repo: str, *, edit: bool = True) -> None:
-    api.answer_tool_calls([tool_call("c1", "code__open_workspace", {"repo": repo})])
-    api.answer_tool_calls([tool_call("c2", "code__search", {"pattern": r"len\(values\) \+ 1"})])
-    if edit:
-        api.answer_tool_calls([tool_call("c3", "code__edit_file", FIX)])
-    api.answer_tool_calls([tool_call("c4", "code__run_tests", {})])
-    api.answer_tool_calls(
-        [tool_call("c5", "github__create_pull_request", {"title": "Fix calc.mean", "body": "Divide by n."})]
-    )
-    api.answer("Proposed the fix.")
-
-
 def tool_results(api: FakeModelAPI) -> list[str]:
     last = api.requests[-1].body["messages"]
     return [str(m.get("content") or "") for m in last if m["role"] == "tool"]
-
-
-def cloned(world: CodingWorld, branch: str, into: Path) -> Path:
-    url = f"{world.git.url}/{world.repo}.git".replace("://", f"://x:{TOKEN}@", 1)
-    subprocess.run(
-        ["git", "clone", "-q", "--branch", branch, url, str(into)], check=True, capture_output=True
-    )
-    return into
 
 
 def last_commit(checkout: Path) -> str:
     return subprocess.run(
         ["git", "log", "--format=%s%n%b", "-1"], cwd=checkout, capture_output=True, text=True, check=True
     ).stdout
-
-
-async def result_of(handle: WorkflowHandle[Any, Any]) -> TaskResult:
-    result: TaskResult = await handle.result()
-    return result
 
 
 async def test_a_fix_becomes_one_draft_pull_request_after_one_approval(

@@ -19,8 +19,7 @@ import httpx
 import pytest
 from markupsafe import escape
 from temporalio import activity
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.worker import Worker
 
 from activities.store.agents import apply_agent
@@ -28,24 +27,20 @@ from activities.store.db import get_pool
 from activities.store.ledger import UsageRow, write_usage
 from activities.store.memory import remember
 from activities.store.store_activities import record_audit
-from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from config.settings import Settings
 from surfaces.app import create_app
 from surfaces.web import task_view
 from surfaces.web.auth import login_token
-from tests.helpers import pending_approval
+from tests.helpers import Handle, pending_approval
+from tests.integration.dashboard_env import D, sign_in, start_dashboard_task
 from tests.workflow.record_histories import HELPER_YAML, ISSUE_ARGS, ISSUES_YAML, SEARCH_ARGS
 from tests.workflow.scripted import Script, say, use
 from workers.sandbox import workflow_runner
-from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
 from workflows.policy import memory_scope
-from workflows.types import ActivityName, SurfaceContext, TaskInput, TaskResult, TaskStatus
-
-Handle = WorkflowHandle[AgentTaskWorkflow, TaskResult]
-D = "/dashboard"
+from workflows.types import ActivityName, SurfaceContext, TaskStatus
 
 
 @dataclass
@@ -55,35 +50,6 @@ class Tasks:
     answered: Handle  # a tool call, then an answer: SUCCESS
     waiting: Handle  # waiting for U_ALICE to approve github.create_issue
     script: Script
-
-
-async def _start(client: Client, yaml_text: str, agent: str, channel: str, task_queue: str) -> Handle:
-    config = parse_agent(re.sub(r"\{name: \w+\}", f"{{name: {agent}}}", yaml_text, count=1))
-    inp = TaskInput(
-        task_id=f"task-dash-{uuid.uuid4().hex[:10]}",
-        agent=config,
-        agent_version=1,
-        context=SurfaceContext(surface="cli", channel=channel, user="U_BOB"),
-        request="what did we decide about deploys?",
-        tools=specs_for(config),
-    )
-    attributes = TypedSearchAttributes(
-        [
-            SearchAttributePair(search.AGENT, agent),
-            SearchAttributePair(search.WORKSPACE, "default"),
-            SearchAttributePair(search.CHANNEL, channel),
-            SearchAttributePair(search.SURFACE, "cli"),
-            SearchAttributePair(search.STATUS, TaskStatus.RUNNING.value),
-        ]
-    )
-    return await client.start_workflow(
-        AgentTaskWorkflow.run,
-        inp,
-        id=inp.task_id,
-        task_queue=task_queue,
-        search_attributes=attributes,
-        memo={"description": f"{agent}: {inp.request}"},
-    )
 
 
 @pytest.fixture
@@ -112,8 +78,8 @@ async def tasks(client: Client, task_queue: str) -> AsyncIterator[Tasks]:
     )
     channel = f"eng-{suffix}"
     async with worker:
-        answered = await _start(client, HELPER_YAML, f"helper-{suffix}", channel, task_queue)
-        waiting = await _start(client, ISSUES_YAML, f"triage-{suffix}", channel, task_queue)
+        answered = await start_dashboard_task(client, HELPER_YAML, f"helper-{suffix}", channel, task_queue)
+        waiting = await start_dashboard_task(client, ISSUES_YAML, f"triage-{suffix}", channel, task_queue)
         assert (await answered.result()).status == TaskStatus.SUCCESS
         await pending_approval(waiting)
         yield Tasks(suffix, channel, answered, waiting, script)
@@ -128,18 +94,6 @@ async def web(settings: Settings, client: Client) -> AsyncIterator[httpx.AsyncCl
     async with httpx.AsyncClient(transport=transport, base_url="http://dash.test") as http:
         http.app_settings = settings  # type: ignore[attr-defined]
         yield http
-
-
-async def sign_in(http: httpx.AsyncClient, user: str, role: str) -> str:
-    """Sign in (replacing any session) and return the session's CSRF token."""
-    http.cookies.clear()
-    token = login_token(http.app_settings, user, role)  # type: ignore[attr-defined]
-    response = await http.get(f"{D}/login", params={"token": token})
-    assert response.status_code == 303, response.text
-    page = await http.get(f"{D}/approvals")
-    match = re.search(r'name="csrf" value="([^"]+)"', page.text)
-    assert match, page.text
-    return match.group(1)
 
 
 async def until_listed(http: httpx.AsyncClient, expected: str, **params: str) -> str:
@@ -283,7 +237,7 @@ async def test_a_member_of_an_approver_group_approves_from_the_inbox_and_an_outs
         activities=[*activities, prepare_approval],
         workflow_runner=workflow_runner(),
     ):
-        waiting = await _start(client, grouped, f"triage-{suffix}", f"eng-{suffix}", task_queue)
+        waiting = await start_dashboard_task(client, grouped, f"triage-{suffix}", f"eng-{suffix}", task_queue)
         pending = await pending_approval(waiting)
         form = {"request_id": pending.request_id, "action_id": pending.action_id, "decision": "approve"}
 
@@ -446,7 +400,9 @@ async def test_a_finished_task_page_is_read_from_its_history_and_audit_without_a
     )
     suffix = uuid.uuid4().hex[:8]
     async with worker:
-        handle = await _start(client, HELPER_YAML, f"helper-{suffix}", f"eng-{suffix}", task_queue)
+        handle = await start_dashboard_task(
+            client, HELPER_YAML, f"helper-{suffix}", f"eng-{suffix}", task_queue
+        )
         assert (await handle.result()).status == TaskStatus.SUCCESS
         async with (await get_pool(pg_url)).connection() as conn:
             row = await (

@@ -16,7 +16,7 @@ from activities.store.db import get_pool
 from config.loop import parse_loop, starter_loop_text
 from config.settings import Settings
 from surfaces.app import create_app
-from tests.integration.test_dashboard import sign_in
+from tests.integration.dashboard_env import sign_in
 from workflows.loop_types import (
     CommandResult,
     DiffSnapshot,

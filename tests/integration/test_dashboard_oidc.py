@@ -9,89 +9,19 @@ authorize endpoint over HTTP, and back to the dashboard's callback with the code
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
-from pydantic import SecretStr
-from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.worker import Worker
+from temporalio.client import Client
 
-from activities.store.agents import apply_agent
-from activities.store.db import get_pool
-from config.loader import parse_agent
 from config.settings import OidcSettings, Settings
 from surfaces.app import create_app
 from surfaces.web.auth import COOKIE, Person
 from tests.fakes.oidc_provider import FakeOidcProvider
-from tests.helpers import pending_approval
-from tests.integration.test_dashboard import _start
-from tests.workflow.record_histories import ISSUE_ARGS, ISSUES_YAML
-from tests.workflow.scripted import Script, say, use
-from workers.sandbox import workflow_runner
+from tests.integration.dashboard_env import SLACK, D, apply_triage_agent, oidc_sign_in
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import TaskStatus
-
-D = "/dashboard"
-SLACK = "https://slack.com/user_id"
-
-
-@pytest.fixture
-def provider() -> Iterator[FakeOidcProvider]:
-    started = FakeOidcProvider().start()
-    yield started
-    started.stop()
-
-
-@pytest.fixture
-def suffix() -> str:
-    return uuid.uuid4().hex[:8]
-
-
-@pytest.fixture
-async def web(
-    settings: Settings, client: Client, provider: FakeOidcProvider, suffix: str
-) -> AsyncIterator[Any]:
-    oidc = OidcSettings(
-        issuer=provider.issuer,
-        client_id=provider.client_id,
-        client_secret=SecretStr(provider.client_secret),
-        name="Test IdP",
-        github_claim="github_login",
-        admins=(f"root-{suffix}",),
-    )
-    app = create_app(settings.model_copy(update={"oidc": oidc}), client)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://dash.test") as http:
-        http.dashboard_app = app  # type: ignore[attr-defined]
-        yield http
-
-
-async def _apply(pg_url: str, name: str, approvers: list[str]) -> None:
-    yaml_text = ISSUES_YAML.replace("{name: triage}", f"{{name: {name}}}").replace(
-        "approvers: [U_ALICE]", f"approvers: [{', '.join(approvers)}]"
-    )
-    await apply_agent(await get_pool(pg_url), parse_agent(yaml_text))
-
-
-async def oidc_sign_in(
-    web: httpx.AsyncClient, person: dict[str, Any], provider: FakeOidcProvider, **change: str
-) -> httpx.Response:
-    """Click "Sign in with …", let the provider sign `person` in, and come back.
-    `change` alters the callback's query (a forged state) before the dashboard sees it."""
-    web.cookies.clear()
-    provider.person = person
-    start = await web.get(f"{D}/oidc/start")
-    assert start.status_code == 302, start.text
-    sent = httpx.URL(start.headers["location"])
-    assert sent.params["code_challenge_method"] == "S256" and sent.params["nonce"] and sent.params["state"]
-    async with httpx.AsyncClient() as browser:
-        at_provider = await browser.get(sent)
-    assert at_provider.status_code == 302, at_provider.text
-    back = httpx.URL(at_provider.headers["location"])
-    assert back.path == f"{D}/oidc/callback"
-    return await web.get(back.path, params={**dict(back.params), **change})
 
 
 async def session_of(web: httpx.AsyncClient) -> Person | None:
@@ -106,7 +36,7 @@ async def test_sign_in_with_the_provider_maps_identity_and_role(
     assert "Sign in with Test IdP" in (await web.get(f"{D}/tasks")).text  # signed out: the login page
 
     slack_id = f"U_DANA_{suffix}"
-    await _apply(pg_url, f"oidc-{suffix}", [f"dana-{suffix}"])  # names her GitHub login
+    await apply_triage_agent(pg_url, f"oidc-{suffix}", [f"dana-{suffix}"])  # names her GitHub login
     person = {
         "sub": f"sub-{suffix}",
         SLACK: slack_id,
@@ -174,39 +104,12 @@ async def test_a_forged_state_a_replayed_code_or_another_browser_is_refused(
     assert refused.status_code == 401 and "access_denied" in refused.text
 
 
-@pytest.fixture
-async def waiting(client: Client, task_queue: str, suffix: str) -> AsyncIterator[Any]:
-    """A task waiting for U_ALICE or the GitHub login carol-<suffix> to approve an issue."""
-    script = Script(
-        [],
-        default=lambda inp: (
-            say("Filed.", (210, 15), 0.0004)
-            if inp.step > 1
-            else use("github.create_issue", ISSUE_ARGS, "c1", (150, 20), 0.0003)
-        ),
-    )
-    worker = Worker(
-        client,
-        task_queue=task_queue,
-        workflows=[AgentTaskWorkflow],
-        activities=script.activities(),
-        workflow_runner=workflow_runner(),
-    )
-    yaml_text = ISSUES_YAML.replace("approvers: [U_ALICE]", f"approvers: [U_ALICE, carol-{suffix}]")
-    async with worker:
-        handle = await _start(client, yaml_text, f"triage-{suffix}", f"eng-{suffix}", task_queue)
-        await pending_approval(handle)
-        yield handle, script
-        if (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
-            await handle.terminate("test over")
-
-
 async def test_an_approver_signed_in_by_oidc_sees_only_their_agents_approvals(
     web: httpx.AsyncClient, provider: FakeOidcProvider, waiting: Any, pg_url: str, suffix: str
 ) -> None:
     handle, script = waiting
-    await _apply(pg_url, f"other-{suffix}", [f"U_BOB_{suffix}"])
-    await _apply(pg_url, f"triage-{suffix}", ["U_ALICE", f"carol-{suffix}"])
+    await apply_triage_agent(pg_url, f"other-{suffix}", [f"U_BOB_{suffix}"])
+    await apply_triage_agent(pg_url, f"triage-{suffix}", ["U_ALICE", f"carol-{suffix}"])
 
     await oidc_sign_in(web, {"sub": "bob", SLACK: f"U_BOB_{suffix}"}, provider)
     assert (await session_of(web)).role == "approver"  # type: ignore[union-attr]

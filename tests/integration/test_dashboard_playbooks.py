@@ -25,7 +25,7 @@ from config.agent import AgentConfig
 from config.playbooks import compile_playbooks
 from config.settings import Settings
 from surfaces.app import create_app
-from tests.integration.test_dashboard import sign_in
+from tests.integration.dashboard_env import sign_in
 from workflows.playbook_calls import RunRecord
 from workflows.playbook_types import CompiledPlaybook, PlaybookRunStatus, StepRun, StepStatus
 

@@ -26,18 +26,9 @@ from surfaces.web.auth import COOKIE, login_token
 from surfaces.web.headers import CONTENT_SECURITY_POLICY
 from tests.fakes.oidc_provider import FakeOidcProvider
 from tests.helpers import pending_approval
-from tests.integration.test_dashboard_oidc import (  # noqa: F401 - fixtures used by name
-    SLACK,
-    _apply,
-    oidc_sign_in,
-    provider,
-    suffix,
-    waiting,
-    web,
-)
+from tests.integration.dashboard_env import SLACK, D, apply_triage_agent, oidc_sign_in
 from workflows.agent_task import AgentTaskWorkflow
 
-D = "/dashboard"
 CSRF = re.compile(r'name="csrf" value="([^"]+)"')
 
 
@@ -126,15 +117,15 @@ async def test_dashboard_revoke_ends_a_persons_sessions_at_once(
 
 
 async def test_an_approver_removed_from_the_agent_loses_approve_power_on_the_next_click(
-    web: httpx.AsyncClient,  # noqa: F811
-    provider: FakeOidcProvider,  # noqa: F811
-    waiting: Any,  # noqa: F811
+    web: httpx.AsyncClient,
+    provider: FakeOidcProvider,
+    waiting: Any,
     pg_url: str,
-    suffix: str,  # noqa: F811
+    suffix: str,
 ) -> None:
     handle, _ = waiting
     agent = f"triage-{suffix}"
-    await _apply(pg_url, agent, ["U_ALICE", f"carol-{suffix}"])
+    await apply_triage_agent(pg_url, agent, ["U_ALICE", f"carol-{suffix}"])
     carol = {"sub": "carol", SLACK: f"U_CAROL_{suffix}", "github_login": f"carol-{suffix}"}
     await oidc_sign_in(web, carol, provider)
     inbox = await web.get(f"{D}/approvals")
@@ -148,14 +139,14 @@ async def test_an_approver_removed_from_the_agent_loses_approve_power_on_the_nex
         "decision": "approve",
     }
 
-    await _apply(pg_url, agent, ["U_ALICE"])  # demoted: the same session, the same cookie
+    await apply_triage_agent(pg_url, agent, ["U_ALICE"])  # demoted: the same session, the same cookie
     refused = await web.post(f"{D}/approvals/{handle.id}", data=form)
     assert refused.status_code == 403, refused.text
     assert "signed in as a viewer, who cannot approve" in refused.text
     assert f"U_CAROL_{suffix} (viewer)" in (await web.get(f"{D}/approvals")).text
     assert await pending_approval(handle) is not None  # nothing reached the task
 
-    await _apply(pg_url, agent, ["U_ALICE", f"carol-{suffix}"])  # and back, as promptly
+    await apply_triage_agent(pg_url, agent, ["U_ALICE", f"carol-{suffix}"])  # and back, as promptly
     assert f"U_CAROL_{suffix} (approver)" in (await web.get(f"{D}/approvals")).text
 
 
@@ -164,7 +155,7 @@ INLINE = re.compile(r"<script(?![^>]*\ssrc=)[^>]*>|<style[\s>]|<[^>]+\s(?:style|
 
 
 async def test_every_dashboard_response_carries_the_security_headers_and_no_inline_script(
-    web: httpx.AsyncClient,  # noqa: F811
+    web: httpx.AsyncClient,
     settings: Settings,
 ) -> None:
     assert "frame-ancestors 'none'" in CONTENT_SECURITY_POLICY and "unsafe" not in CONTENT_SECURITY_POLICY

@@ -15,7 +15,7 @@ from activities.store.transcript import TOOL_OUTPUT_PREVIEW_CHARS
 from config.agent import OFFLINE_EMBEDDING
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from tests.integration.test_model_activity import call_input, rows, run
+from tests.integration.model_env import call_input, rows, run
 from workflows.types import ChatMessage, FoldedToolCall, MemoryScopeRef, SurfaceContext
 from workflows.untrusted import wrap_untrusted
 

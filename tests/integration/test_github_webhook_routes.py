@@ -23,8 +23,15 @@ from activities.store.agents import StoredAgent
 from config.settings import Settings
 from surfaces.tasks import task_id_for
 from tests.fakes.github_api import FakeGitHub
-from tests.integration.github_env import SECRET, Env, comment, running_fake, webhook_env
-from tests.integration.test_github_webhooks import task_input, terminate
+from tests.integration.github_env import (
+    SECRET,
+    Env,
+    comment,
+    running_fake,
+    task_input,
+    terminate,
+    webhook_env,
+)
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import SurfaceContext, TaskInput, TaskStatus

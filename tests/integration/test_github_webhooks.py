@@ -33,6 +33,8 @@ from tests.integration.github_env import (
     comment,
     failed_run,
     running_fake,
+    task_input,
+    terminate,
     webhook_env,
 )
 from workflows import search
@@ -53,20 +55,6 @@ async def env(
     monkeypatch.setattr(github_client, "REQUEST_TIMEOUT_SECONDS", 1)
     async with webhook_env(settings, client, fake, task_queue) as value:
         yield value
-
-
-async def task_input(client: Client, task_id: str) -> TaskInput:
-    history = await client.get_workflow_handle(task_id).fetch_history()
-    attrs = history.events[0].workflow_execution_started_event_attributes
-    [decoded] = await client.data_converter.decode(attrs.input.payloads, [TaskInput])
-    return decoded  # type: ignore[no-any-return]
-
-
-async def terminate(client: Client, task_id: str) -> None:
-    try:
-        await client.get_workflow_handle(task_id).terminate("test over")
-    except RPCError:
-        pass
 
 
 def deliveries(url: str, delivery: str) -> int:

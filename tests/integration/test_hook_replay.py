@@ -24,8 +24,7 @@ from activities.store import playbooks as playbook_rows
 from surfaces import hook_signature
 from surfaces.app import create_app
 from tests.fakes.model_api import FakeModelAPI
-from tests.integration.playbook_env import PlaybookWorld, answer_with, field, playbook_world
-from tests.integration.test_playbook_entries import one_step
+from tests.integration.playbook_env import PlaybookWorld, answer_with, field, one_step, playbook_world
 from workflows.playbook_types import EventType, PlaybookRunStatus
 
 SECRET = "alerts-secret"

@@ -26,8 +26,9 @@ from config.settings import Settings
 from surfaces.cli.main import app
 from tests.fakes.mcp_servers import start_http
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from tests.integration.test_mcp_tools import SECRET, mcp_agent, told
-from tests.reliability.harness import eventually, start, stored
+from tests.helpers import eventually_async
+from tests.integration.mcp_env import SECRET, mcp_agent, told
+from tests.reliability.harness import start, stored
 from workers.embedded import TemporalDevServer, free_port
 from workers.history import replay
 from workers.worker import build_worker
@@ -110,7 +111,7 @@ async def test_a_token_refused_at_call_time_is_told_to_the_model_and_not_retried
     api.answer("The web notes refused the token.")
     async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
         handle = await start(client, task_queue, agent, "Read the web note")
-        await eventually(lambda: len(api.requests) >= 1, "the first model call")
+        await eventually_async(lambda: len(api.requests) >= 1, "the first model call")
         monkeypatch.setenv("TEST_MCP_AUTH", WRONG)  # the token is rotated before the call
         result = await asyncio.wait_for(handle.result(), 60)
     assert result.status == TaskStatus.SUCCESS

@@ -5,7 +5,6 @@ Postgres, and LiteLLM talking to a fake provider."""
 from __future__ import annotations
 
 import asyncio
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,16 +22,14 @@ from config.settings import Settings
 from surfaces.cli.main import app
 from tests.fakes.mcp_servers import start_http
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from tests.helpers import approve_when_pending
-from tests.reliability.harness import agent_config, eventually, scalar, start, stored
+from tests.helpers import approve_when_pending, eventually_async
+from tests.integration.mcp_env import SECRET, mcp_agent, servers, told
+from tests.reliability.harness import scalar, start, stored
 from workers.embedded import free_port
 from workers.worker import build_worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.mcp_types import McpCallInput, McpListInput
 from workflows.types import MemoryScopeRef, SurfaceContext, TaskStatus, ToolCallInput
-from workflows.untrusted import unwrap
-
-SECRET = "Bearer s3cret-from-env"
 
 
 @pytest.fixture
@@ -51,41 +48,9 @@ def http_server(state: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     process.wait(10)
 
 
-def servers(state: Path, url: str, **extra: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": "notes",
-            "transport": "stdio",
-            "command": [sys.executable, "-m", "tests.fakes.mcp_servers", "stdio", str(state)],
-            "allow": ["read_note", "create_note", "fail", "shape"],
-            "writes": ["create_note"],
-        },
-        {
-            "name": "web",
-            "transport": "streamable-http",
-            "url": url,
-            "headers_from_env": {"Authorization": "TEST_MCP_AUTH"},
-            "allow": ["whoami", "read_*"],
-            **extra,
-        },
-    ]
-
-
-def mcp_agent(state: Path, url: str, **extra: Any) -> Any:
-    return agent_config(
-        mcp_servers=servers(state, url, **extra),
-        approvals={"require_for": ["notes.create_*"], "approvers": ["cli:local"]},
-    )
-
-
 def calls_made(state: Path) -> list[str]:
     log = state / "calls.log"
     return log.read_text().splitlines() if log.exists() else []
-
-
-def told(api: FakeModelAPI, request: int) -> dict[str, str]:
-    messages = api.requests[request].body["messages"]
-    return {m["tool_call_id"]: unwrap(m["content"]) for m in messages if m["role"] == "tool"}
 
 
 async def test_a_task_reads_from_both_servers_and_writes_once_after_approval(
@@ -141,7 +106,7 @@ async def test_a_changed_schema_is_refused_and_an_error_result_reaches_the_model
     async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
         handle = await start(client, task_queue, agent, "Try the tools")
         # Once the first call is answered, the server's schema changes under the task.
-        await eventually(lambda: len(api.requests) >= 2, "the model's second request")
+        await eventually_async(lambda: len(api.requests) >= 2, "the model's second request")
         (state / "flipped").touch()
         result = await asyncio.wait_for(handle.result(), 60)
     assert result.status == TaskStatus.SUCCESS
@@ -236,7 +201,7 @@ async def test_a_server_that_goes_away_mid_task_is_retried_then_reported(
     api.answer("The web notes are down; try later.")
     async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
         handle = await start(client, task_queue, agent, "Read the web note")
-        await eventually(lambda: len(api.requests) >= 1, "the first model call")
+        await eventually_async(lambda: len(api.requests) >= 1, "the first model call")
         stop = await asyncio.create_subprocess_exec("pkill", "-f", f"mcp_servers http {state}")
         await stop.wait()
         result = await asyncio.wait_for(handle.result(), 120)

@@ -16,7 +16,7 @@ from activities.store.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
-from tests.integration.test_model_activity import MODEL, call_input, rows, run
+from tests.integration.model_env import MODEL, call_input, rows, run
 
 
 async def test_a_rejected_key_is_skipped_for_a_cool_down(

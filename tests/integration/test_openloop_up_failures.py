@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.integration.test_openloop_up import OPENLOOP, STARTUP_SECONDS, stack_env  # noqa: F401
+from tests.integration.up_env import OPENLOOP, STARTUP_SECONDS
 from workers.embedded import port_open
 
 
@@ -20,7 +20,7 @@ def _ports(env: dict[str, str]) -> list[int]:
     ]
 
 
-def test_a_taken_http_port_starts_nothing_and_leaves_nothing(stack_env: dict[str, str]) -> None:  # noqa: F811
+def test_a_taken_http_port_starts_nothing_and_leaves_nothing(stack_env: dict[str, str]) -> None:
     host, port = stack_env["OPENLOOP_HTTP_ADDRESS"].rsplit(":", 1)
     with socket.socket() as busy:
         busy.bind((host, int(port)))
@@ -36,7 +36,7 @@ def test_a_taken_http_port_starts_nothing_and_leaves_nothing(stack_env: dict[str
     assert "Traceback" not in out
 
 
-def test_ctrl_c_while_the_demo_waits_is_a_clean_shutdown(stack_env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_ctrl_c_while_the_demo_waits_is_a_clean_shutdown(stack_env: dict[str, str], tmp_path: Path) -> None:
     log = tmp_path / "up.log"
     process = subprocess.Popen(
         [*OPENLOOP, "up", "--demo"],

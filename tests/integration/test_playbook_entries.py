@@ -33,6 +33,7 @@ from tests.integration.playbook_env import (
     answer_with,
     field,
     on_event,
+    one_step,
     playbook,
     playbook_world,
     user_text,
@@ -64,15 +65,6 @@ def http_for(world: PlaybookWorld) -> httpx.AsyncClient:
     )
     app = create_app(settings, world.client)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://surfaces")
-
-
-async def one_step(world: PlaybookWorld, base: str, event: EventType, instructions: str) -> str:
-    """Apply a one-step playbook on `event`; its name."""
-    agent = await world.agent()
-    step = PlaybookStep(name="look", agent=agent, instructions=instructions, output=(field("summary"),))
-    name = world.name(base)
-    await world.apply([playbook(name, on_event(event.name), step)], [event])
-    return name
 
 
 async def test_the_same_github_delivery_twice_starts_one_run(world: PlaybookWorld, api: FakeModelAPI) -> None:

@@ -15,8 +15,7 @@ from typer.testing import CliRunner
 from activities.playbooks.starts import start_listening
 from surfaces.cli.main import app
 from tests.fakes.model_api import FakeModelAPI
-from tests.integration.playbook_env import answer_with, field, on_event, playbook, playbook_world
-from tests.integration.test_playbooks_cli import cli_env
+from tests.integration.playbook_env import answer_with, cli_env, field, on_event, playbook, playbook_world
 from workers.embedded import TemporalDevServer
 from workflows.playbook_types import FieldKind, PlaybookStep
 

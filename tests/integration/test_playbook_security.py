@@ -24,9 +24,8 @@ from activities.store.agents import apply_agent
 from config.agent import AgentConfig
 from surfaces.cli.playbook_runs import apply_folder
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from tests.helpers import pending_approval
+from tests.helpers import eventually_async, pending_approval
 from tests.integration.playbook_env import MODEL, PlaybookWorld, on_event, playbook, playbook_world
-from tests.reliability.harness import eventually
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.playbook_calls import MAX_RUNS_PER_EVENT
 from workflows.playbook_types import PlaybookRunStatus, PlaybookStep, StepStatus
@@ -114,7 +113,7 @@ async def test_an_mcp_write_in_a_step_with_approval_required_waits_for_a_person(
                 return False
             return True
 
-        await eventually(task_started, "the step's task", within=60)
+        await eventually_async(task_started, "the step's task", within=60)
         pending = await pending_approval(task, within=60)
         before = notes_written(state)
         await task.signal(
@@ -222,7 +221,7 @@ async def test_two_playbooks_emitting_each_others_events_start_at_most_the_cap_f
             done = all(r.record.status is not PlaybookRunStatus.RUNNING for r in found)
             return len(found) == MAX_RUNS_PER_EVENT and done
 
-        await eventually(settled, f"{MAX_RUNS_PER_EVENT} finished runs", within=240)
+        await eventually_async(settled, f"{MAX_RUNS_PER_EVENT} finished runs", within=240)
         await asyncio.sleep(3)  # a start past the cap would show by now
         final = await runs()
 

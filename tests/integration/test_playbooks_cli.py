@@ -20,7 +20,7 @@ from activities.playbooks.schedules import schedule_id
 from activities.store import playbooks as playbook_rows
 from surfaces.cli.main import app
 from tests.fakes.model_api import FakeModelAPI
-from tests.integration.playbook_env import PlaybookWorld, answer_with, playbook_world
+from tests.integration.playbook_env import PlaybookWorld, answer_with, cli_env, playbook_world
 from workers.embedded import TemporalDevServer
 
 SCAN = """\
@@ -56,18 +56,6 @@ def write_folder(root: Path, world: PlaybookWorld, agent: str, cron: str = "0 3 
 async def world(client: Client, pg_url: str, tmp_path: Path) -> PlaybookWorld:
     async with playbook_world(client, pg_url, tmp_path) as value:
         yield value  # type: ignore[misc]
-
-
-def cli_env(world: PlaybookWorld, dev_server: TemporalDevServer) -> dict[str, str]:
-    url = world.settings.require_database_url()
-    separator = "&" if "?" in url else "?"
-    return {
-        "OPENLOOP_DATABASE_URL": f"{url}{separator}application_name=openloop-playbooks-cli",
-        "OPENLOOP_TEMPORAL_ADDRESS": dev_server.address,
-        "OPENLOOP_TASK_QUEUE": world.settings.task_queue,
-        "OPENLOOP_STATE_DIR": str(world.settings.state_dir),
-        "COLUMNS": "200",
-    }
 
 
 async def openloop(env: dict[str, str], *args: str) -> Result:

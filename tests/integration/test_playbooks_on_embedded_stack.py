@@ -23,8 +23,11 @@ from tests.fakes import serve_github
 from tests.fakes.git_http import FakeGitHost
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_git import pull_requests
-from tests.integration.test_openloop_up import OPENLOOP, STARTUP_SECONDS, stack_env, stop  # noqa: F401
+from tests.helpers import eventually
+from tests.integration.up_env import OPENLOOP, STARTUP_SECONDS, stop
 from workers.embedded import port_open
+
+STEP_SECONDS = 240.0  # how long each step of the story may take
 
 
 def openloop(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -48,16 +51,6 @@ def start_up(env: dict[str, str], cwd: Path, log: Path) -> subprocess.Popen[byte
     raise AssertionError(f"openloop up did not come up:\n{log.read_text()}")
 
 
-def eventually(check: Callable[[], Any], what: str, within: float = 240.0) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def runs(env: dict[str, str], cwd: Path, playbook: str) -> list[dict[str, Any]]:
     listed = openloop(env, cwd, "playbooks", "runs", "--playbook", playbook, "--json")
     assert listed.returncode == 0, listed.stdout + listed.stderr
@@ -73,7 +66,7 @@ def finished(env: dict[str, str], cwd: Path, playbook: str) -> Callable[[], dict
 
 
 def test_the_example_playbooks_run_on_the_embedded_stack_with_the_offline_model(
-    stack_env: dict[str, str],  # noqa: F811
+    stack_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     git = FakeGitHost(tmp_path / "git", token=serve_github.TOKEN).start()
@@ -107,7 +100,9 @@ def test_the_example_playbooks_run_on_the_embedded_stack_with_the_offline_model(
 
         triggered = openloop(env, project, "playbooks", "schedule", "trigger", "nightly-deps")
         assert triggered.returncode == 0, triggered.stdout + triggered.stderr
-        nightly = eventually(finished(env, project, "nightly-deps"), f"the nightly run\n{log.read_text()}")
+        nightly = eventually(
+            finished(env, project, "nightly-deps"), f"the nightly run\n{log.read_text()}", STEP_SECONDS
+        )
         assert nightly["status"] == "SUCCEEDED", nightly
         assert nightly["steps"][0]["output"]["critical"] == 0
 
@@ -131,14 +126,18 @@ def test_the_example_playbooks_run_on_the_embedded_stack_with_the_offline_model(
             shown = openloop(env, project, "playbooks", "show", run_id)
             return shown.stdout if f"openloop approve {run_id}.propose" in shown.stdout else None
 
-        waiting = eventually(waiting_for_approval, f"the propose step's approval\n{log.read_text()}")
+        waiting = eventually(
+            waiting_for_approval, f"the propose step's approval\n{log.read_text()}", STEP_SECONDS
+        )
         assert "status   RUNNING: step propose: waiting for" in waiting, waiting
         assert pull_requests(github, serve_github.REPO) == []  # nothing before the approval
         approved = openloop(env, project, "approve", f"{run_id}.propose")
         assert approved.returncode == 0, approved.stdout + approved.stderr
 
-        triage = eventually(finished(env, project, "ci-triage"), f"the triage run\n{log.read_text()}")
-        announce = eventually(finished(env, project, "fix-announce"), "the announcement run")
+        triage = eventually(
+            finished(env, project, "ci-triage"), f"the triage run\n{log.read_text()}", STEP_SECONDS
+        )
+        announce = eventually(finished(env, project, "fix-announce"), "the announcement run", STEP_SECONDS)
         explained = openloop(env, project, "explain", run_id)
     finally:
         assert stop(process) == 0, log.read_text()[-3000:]

@@ -24,8 +24,9 @@ from surfaces.tasks import task_id_for
 from surfaces.timeline import story_from_history
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.fakes.slack_api import BOT_USER, FakeSlack
-from tests.integration.test_slack_events import click, mention, post_click, post_event, settled
-from tests.integration.test_slack_flow import TOKEN, slack_setup, surfaces, until
+from tests.helpers import eventually_async
+from tests.integration.slack_env import click, field_text, mention, post_click, post_event, settled
+from tests.integration.slack_flow_env import TOKEN, slack_setup, surfaces
 from workers import worker as worker_module
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import TaskStatus
@@ -60,15 +61,6 @@ spec:
 
 def new_channel() -> str:
     return "C" + uuid.uuid4().hex[:10].upper()
-
-
-def field_text(message: dict[str, Any], title: str) -> str:
-    """The text of the card's field whose title is `title`."""
-    for block in message["blocks"]:
-        for item in block.get("fields") or []:
-            if item["text"].startswith(f"*{title}*\n"):
-                return str(item["text"].split("\n", 1)[1])
-    raise AssertionError(f"no field {title!r} on the card")
 
 
 def card(fake: FakeSlack, channel: str, root: str) -> dict[str, Any] | None:
@@ -123,7 +115,7 @@ async def test_a_maintainers_member_approves_an_outsider_is_refused_and_the_card
     async with worker_module.build_worker(client, settings), surfaces(settings, client) as http:
         assert (await post_event(http, event)).status_code == 200
         assert await settled(settings, event["event_id"]) == "started"
-        message = await until(lambda: _async(card(fake, channel, root)))
+        message = await eventually_async(lambda: card(fake, channel, root), "the approval card", 30.0)
         assert field_text(message, "Model") == "`gpt-4o-mini`"  # the model that answered
         cost = field_text(message, "Estimated cost")
         amount = re.match(r"\$(\d+\.\d+) to finish", cost)
@@ -136,8 +128,10 @@ async def test_a_maintainers_member_approves_an_outsider_is_refused_and_the_card
         # App Home: Max sees the approval waiting for him; Mallory does not.
         for user in ("U_MAX", "U_MALLORY"):
             assert (await post_event(http, home_opened(user))).status_code == 200
-        await until(lambda: _async(fake.directory.home_of("U_MALLORY")))
-        max_home = str(await until(lambda: _async(fake.directory.home_of("U_MAX"))))
+        await eventually_async(lambda: fake.directory.home_of("U_MALLORY"), "U_MALLORY's App Home", 30.0)
+        max_home = str(
+            await eventually_async(lambda: fake.directory.home_of("U_MAX"), "U_MAX's App Home", 30.0)
+        )
         assert "memory.save" in max_home and task_id in max_home
         mallory_home = str(fake.directory.home_of("U_MALLORY"))
         assert "Nothing waits for your decision" in mallory_home and task_id not in mallory_home
@@ -167,7 +161,9 @@ async def test_a_maintainers_member_approves_an_outsider_is_refused_and_the_card
         assert result.status == TaskStatus.SUCCESS, result.reason
 
         assert (await post_event(http, home_opened("U_ALICE"))).status_code == 200
-        alice_home = str(await until(lambda: _async(fake.directory.home_of("U_ALICE"))))
+        alice_home = str(
+            await eventually_async(lambda: fake.directory.home_of("U_ALICE"), "U_ALICE's App Home", 30.0)
+        )
 
     # A refused click never reaches the history; the member's decision is in it.
     story = story_from_history([e async for e in handle.fetch_history_events()])
@@ -200,7 +196,7 @@ async def test_an_at_handle_approver_is_found_across_users_list_pages(
         task_id = task_id_for("slack", event["event_id"])
         async with worker_module.build_worker(client, settings), surfaces(settings, client) as http:
             assert (await post_event(http, event)).status_code == 200
-            message = await until(lambda: _async(card(fake, channel, root)))
+            message = await eventually_async(lambda: card(fake, channel, root), "the approval card", 30.0)
             assert field_text(message, "Who may approve") == "`@dana` (1 person)"
             assert field_text(message, "Estimated cost") == "offline/demo is the offline model: no cost"
             pages = fake.calls_to("users.list")
@@ -211,7 +207,3 @@ async def test_an_at_handle_approver_is_found_across_users_list_pages(
             result = await client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id).result()
         assert result.status == TaskStatus.SUCCESS, result.reason
         assert not fake.ephemerals  # Dana was not refused
-
-
-async def _async(value: Any) -> Any:
-    return value

@@ -18,9 +18,8 @@ from typer.testing import CliRunner
 from config.settings import Settings
 from surfaces.cli.main import app
 from tests.fakes.slack_api import FakeSlack
-from tests.integration.test_slack_events import SECRET, post_event, settled
-from tests.integration.test_slack_flow import TOKEN, surfaces
-from tests.integration.test_slack_names import agent_document
+from tests.integration.slack_env import SECRET, post_event, settled
+from tests.integration.slack_flow_env import TOKEN, agent_document, surfaces
 
 
 @pytest.fixture

@@ -26,8 +26,8 @@ from config.settings import Settings
 from surfaces.tasks import task_id_for
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.fakes.slack_api import BOT_ID, BOT_USER, FakeSlack
-from tests.integration.test_slack_events import mention, post_event, settled
-from tests.integration.test_slack_flow import TOKEN, slack_setup, surfaces
+from tests.integration.slack_env import mention, post_event, settled
+from tests.integration.slack_flow_env import TOKEN, slack_setup, surfaces
 from workers import worker as worker_module
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import TaskStatus

@@ -8,24 +8,18 @@ local fake Slack Web API. No worker runs here, so started tasks wait on their qu
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx
 import pytest
 from pydantic import SecretStr
-from slack_sdk.signature import SignatureVerifier
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.service import RPCError, RPCStatusCode
 
 from activities import runtime as activity_runtime
-from activities.slack import blocks
 from activities.store.agents import StoredAgent, apply_agent
 from activities.store.db import get_pool
 from config.agent import AgentConfig
@@ -33,10 +27,21 @@ from config.settings import Settings
 from surfaces.app import create_app
 from surfaces.tasks import task_id_for
 from tests.fakes.slack_api import BOT_ID, BOT_USER, FakeSlack
-from workflows.types import TaskInput
+from tests.helpers import eventually_async
+from tests.integration.slack_env import (
+    SECRET,
+    TOKEN,
+    click,
+    mention,
+    new_channel,
+    post_click,
+    post_event,
+    settled,
+    signed,
+    started_input,
+    terminate,
+)
 
-SECRET = "test-signing-secret"
-TOKEN = "xoxb-test-token"
 ACK_BUDGET_SECONDS = 3.0
 
 
@@ -69,78 +74,6 @@ async def http(slack_settings: Settings, client: Client) -> AsyncIterator[httpx.
             yield http
 
 
-def new_channel() -> str:
-    return "C" + uuid.uuid4().hex[:10].upper()
-
-
-def signed(body: bytes, timestamp: int | None = None, secret: str = SECRET) -> dict[str, str]:
-    ts = str(int(time.time()) if timestamp is None else timestamp)
-    if body.isascii() or _utf8(body):
-        signature = SignatureVerifier(secret).generate_signature(timestamp=ts, body=body)
-    else:  # Slack's scheme over raw bytes, for bodies slack-sdk cannot decode
-        digest = hmac.new(secret.encode(), b"v0:" + ts.encode() + b":" + body, hashlib.sha256)
-        signature = "v0=" + digest.hexdigest()
-    assert signature is not None
-    return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": signature}
-
-
-def _utf8(body: bytes) -> bool:
-    try:
-        body.decode()
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def mention(
-    channel: str,
-    user: str = "U_ALICE",
-    text: str | None = None,
-    *,
-    event_id: str | None = None,
-    thread_ts: str | None = None,
-    **extra: Any,
-) -> dict[str, Any]:
-    event = {
-        "type": "app_mention",
-        "user": user,
-        "channel": channel,
-        "ts": "1700000000.000100",
-        "text": text if text is not None else f"<@{BOT_USER}> summarize this thread",
-        **({"thread_ts": thread_ts} if thread_ts else {}),
-        **extra,
-    }
-    return {
-        "type": "event_callback",
-        "team_id": "T0FAKE",
-        "api_app_id": "A0FAKE",
-        "event_id": event_id or "Ev" + uuid.uuid4().hex[:10].upper(),
-        "event_time": 1700000000,
-        "authorizations": [{"team_id": "T0FAKE", "user_id": BOT_USER, "is_bot": True}],
-        "event": event,
-    }
-
-
-async def post_event(
-    http: httpx.AsyncClient, payload: dict[str, Any], headers: dict[str, str] | None = None
-) -> httpx.Response:
-    body = json.dumps(payload).encode()
-    return await http.post(
-        "/slack/events",
-        content=body,
-        headers={"Content-Type": "application/json", **signed(body), **(headers or {})},
-    )
-
-
-async def post_click(http: httpx.AsyncClient, payload: dict[str, Any]) -> httpx.Response:
-    body = urlencode({"payload": json.dumps(payload)}).encode()
-    return await http.post(
-        "/slack/interactivity",
-        content=body,
-        headers={"Content-Type": "application/x-www-form-urlencoded", **signed(body)},
-    )
-
-
 async def stored_agent(settings: Settings, channel: str, **spec: Any) -> StoredAgent:
     config = AgentConfig.model_validate(
         {
@@ -152,42 +85,6 @@ async def stored_agent(settings: Settings, channel: str, **spec: Any) -> StoredA
     )
     stored, _ = await apply_agent(await get_pool(settings.require_database_url()), config)
     return stored
-
-
-async def settled(settings: Settings, event_id: str, seconds: float = 15.0) -> str | None:
-    """Once the inbox dispatched the event, what it did; None when it was never recorded."""
-    pool = await get_pool(settings.require_database_url())
-    deadline = time.monotonic() + seconds
-    while True:
-        async with pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT handled_at, outcome FROM slack_inbox WHERE event_id = %s", (event_id,)
-                )
-            ).fetchone()
-        if row is None:
-            return None
-        if row["handled_at"] is not None:
-            return str(row["outcome"])
-        assert time.monotonic() < deadline, f"{event_id} not dispatched: {row['outcome']}"
-        await asyncio.sleep(0.02)
-
-
-async def started_input(client: Client, task_id: str) -> TaskInput | None:
-    """The task's start input, or None when no task has this id."""
-    handle = client.get_workflow_handle(task_id)
-    try:
-        async for event in handle.fetch_history_events(page_size=1):
-            attrs = event.workflow_execution_started_event_attributes
-            [inp] = await client.data_converter.decode(list(attrs.input.payloads), [TaskInput])
-            return inp  # type: ignore[no-any-return]
-    except RPCError as exc:
-        assert exc.status == RPCStatusCode.NOT_FOUND
-    return None
-
-
-async def terminate(client: Client, task_id: str) -> None:
-    await client.get_workflow_handle(task_id).terminate(reason="test over")
 
 
 # Signatures ------------------------------------------------------------------------------
@@ -336,7 +233,7 @@ async def test_a_channel_without_an_agent_gets_one_helpful_reply(
     def replies_here() -> list[dict[str, Any]]:
         return [c for c in fake_slack.calls_to("chat.postMessage") if c["channel"] == channel]
 
-    await eventually(replies_here)
+    await eventually_async(replies_here, "the reply", 10.0)
     await asyncio.sleep(0.2)  # a second reply, if any, would be on its way by now
     replies = replies_here()
     assert len(replies) == 1
@@ -365,7 +262,9 @@ async def test_trigger_policy_admits_listed_users_and_group_members_only(
         if outcomes[user]:
             await terminate(client, task_id)
     assert outcomes == {"U_LISTED": True, "U_MEMBER": True, "U_STRANGER": False}
-    await eventually(lambda: [e for e in fake_slack.ephemerals if e["channel"] == channel])
+    await eventually_async(
+        lambda: [e for e in fake_slack.ephemerals if e["channel"] == channel], "the private note", 10.0
+    )
     told = [e for e in fake_slack.ephemerals if e["channel"] == channel]
     assert [e["user"] for e in told] == ["U_STRANGER"]
     assert "not on the list" in told[0]["text"]
@@ -435,45 +334,6 @@ async def test_a_database_outage_answers_5xx_so_slacks_retry_loses_nothing(
 # Clicks ------------------------------------------------------------------------------------
 
 
-def click(
-    task_id: str,
-    user: str = "U_APPROVER",
-    action_id: str = blocks.APPROVE_ACTION,
-    value: str | None = None,
-    channel: str = "C_CLICK",
-) -> dict[str, Any]:
-    value = (
-        value
-        if value is not None
-        else json.dumps({"task_id": task_id, "request_id": "apr-1", "action_id": "a" * 32})
-    )
-    return {
-        "type": "block_actions",
-        "user": {"id": user, "username": user.lower()},
-        "api_app_id": "A0FAKE",
-        "team": {"id": "T0FAKE"},
-        "container": {
-            "type": "message",
-            "message_ts": "1700000001.000200",
-            "channel_id": channel,
-            "is_ephemeral": False,
-            "thread_ts": "1700000000.000100",
-        },
-        "channel": {"id": channel, "name": "dev"},
-        "message": {"ts": "1700000001.000200", "thread_ts": "1700000000.000100"},
-        "response_url": "https://hooks.slack.test/actions/1",
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": "approval:apr-1",
-                "value": value,
-                "action_ts": "1700000002.000300",
-            }
-        ],
-    }
-
-
 async def test_unknown_actions_and_foreign_buttons_are_rejected(
     http: httpx.AsyncClient, fake_slack: FakeSlack
 ) -> None:
@@ -513,13 +373,6 @@ async def test_a_click_on_a_missing_or_finished_task_says_so(
 # Socket Mode -------------------------------------------------------------------------------
 
 
-async def eventually(check: Any, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
-
-
 async def test_socket_mode_handles_the_same_events_and_acks_each_envelope(
     slack_settings: Settings, client: Client, fake_slack: FakeSlack
 ) -> None:
@@ -531,7 +384,7 @@ async def test_socket_mode_handles_the_same_events_and_acks_each_envelope(
     stop = asyncio.Event()
     runner = asyncio.create_task(run_socket_mode(settings, client=client, stop=stop))
     try:
-        await eventually(lambda: fake_slack.socket_connected)
+        await eventually_async(lambda: fake_slack.socket_connected, "the Socket Mode connection", 10.0)
         payload = mention(channel, text=f"<@{BOT_USER}> what changed today?")
         envelopes = [
             {
@@ -566,18 +419,22 @@ async def test_socket_mode_handles_the_same_events_and_acks_each_envelope(
         task_id = task_id_for("slack", payload["event_id"])
         for envelope in envelopes:
             fake_slack.socket_send(envelope)
-            await eventually(
+            await eventually_async(
                 lambda e=envelope: any(  # type: ignore[misc]
                     ack.get("envelope_id") == e["envelope_id"] for ack in fake_slack.socket_acks
-                )
+                ),
+                f"the ack of {envelope['envelope_id']}",
+                10.0,
             )
         assert await settled(settings, payload["event_id"]) == "started"
         # The first sign of work goes up from the surface, as over the Events API.
-        await eventually(
+        await eventually_async(
             lambda: any(
                 args.get("timestamp") == payload["event"]["ts"]
                 for args in fake_slack.calls_to("reactions.add")
-            )
+            ),
+            "the reaction on the mention",
+            10.0,
         )
         executions = [e async for e in client.list_workflows(f"WorkflowId = '{task_id}'")]
         assert len(executions) == 1  # the redelivery found its record; no second run

@@ -11,9 +11,8 @@ the surface's own. Covered: a mention and a DM get the working reaction before t
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -36,17 +35,18 @@ from surfaces.slack.dispatch import SlackDispatcher
 from surfaces.slack.first_sign import FirstSign
 from surfaces.tasks import task_id_for
 from tests.fakes.slack_api import FakeSlack
-from tests.integration.test_slack_events import (
+from tests.helpers import eventually_async
+from tests.integration.slack_env import (
     SECRET,
     TOKEN,
     mention,
     new_channel,
+    pending_only,
     post_event,
     settled,
     started_input,
     terminate,
 )
-from tests.integration.test_slack_inbox import pending_only
 from workflows.types import PostReplyInput, SurfaceContext, TaskStatus
 
 
@@ -94,13 +94,6 @@ async def agent(settings: Settings, channel: str, **slack: Any) -> str:
     return name
 
 
-async def until(check: Callable[[], object], seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
-
-
 def asked(fake: FakeSlack, channel: str) -> tuple[str, dict[str, Any]]:
     """A mention of the bot, in the fake's channel (so reactions can land on it)."""
     ts = fake.add_message(channel, "summarize this thread", user="U_ALICE")
@@ -116,7 +109,7 @@ async def test_a_mention_shows_the_working_reaction_before_the_task_runs(
     await agent(slack_settings, channel)
     ts, payload = asked(fake, channel)
     assert (await post_event(http, payload)).status_code == 200
-    await until(lambda: fake.reactions(channel, ts) == [WORKING])
+    await eventually_async(lambda: fake.reactions(channel, ts) == [WORKING], "the working reaction", 10.0)
     assert await settled(slack_settings, payload["event_id"]) == "started"
     task_id = task_id_for("slack", payload["event_id"])
     assert await started_input(client, task_id) is not None  # started, and no worker ran it
@@ -144,7 +137,7 @@ async def test_a_dm_shows_the_working_reaction_and_leaves_the_status_to_the_task
     payload = mention(dm, text="what changed this week?")
     payload["event"] |= {"type": "message", "channel_type": "im", "ts": ts}
     assert (await post_event(http, payload)).status_code == 200
-    await until(lambda: fake.reactions(dm, ts) == [WORKING])
+    await eventually_async(lambda: fake.reactions(dm, ts) == [WORKING], "the working reaction", 10.0)
     assert await settled(slack_settings, payload["event_id"]) == "started from a DM"
     # The task sets the assistant status itself when it starts: written once, by the task.
     assert fake.streaming.status_history(dm, ts) == []
@@ -182,7 +175,7 @@ async def test_the_sign_is_taken_back_when_no_task_starts_after_all(
     events = inbox.InboxDispatcher(pool, lambda: slack.handle_event, sign)
     ts, payload = asked(fake, channel)
     assert (await events.accept(payload, 0)).note == "recorded"
-    await until(lambda: fake.reactions(channel, ts) == [WORKING])
+    await eventually_async(lambda: fake.reactions(channel, ts) == [WORKING], "the working reaction", 10.0)
 
     moved = AgentConfig.model_validate(
         {
@@ -197,7 +190,7 @@ async def test_the_sign_is_taken_back_when_no_task_starts_after_all(
     await asyncio.sleep(TRUST_CACHED_SECONDS)  # the surfaces trust their agent list this long
     assert await events.dispatch_due() == 1
     assert await settled(slack_settings, payload["event_id"]) == "no agent for channel"
-    await until(lambda: fake.reactions(channel, ts) == [])
+    await eventually_async(lambda: fake.reactions(channel, ts) == [], "the reaction's removal", 10.0)
     assert len(fake.calls_to("reactions.remove")) == 1
     assert await started_input(client, task_id_for("slack", payload["event_id"])) is None
     await sign.close()
@@ -212,7 +205,9 @@ async def test_a_rate_limited_sign_is_skipped_not_queued(
     first_ts, first = asked(fake, channel)
     assert (await post_event(http, first)).status_code == 200
     assert await settled(slack_settings, first["event_id"]) == "started"
-    await until(lambda: any(c.method == "reactions.add" for c in fake.calls))
+    await eventually_async(
+        lambda: any(c.method == "reactions.add" for c in fake.calls), "a reactions.add call", 10.0
+    )
     second_ts, second = asked(fake, channel)  # within the 30 s Slack asked for
     assert (await post_event(http, second)).status_code == 200
     assert await settled(slack_settings, second["event_id"]) == "started"

@@ -8,14 +8,11 @@ over Slack's wire format.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import psycopg
 import pytest
 import yaml
@@ -24,26 +21,16 @@ from temporalio import activity
 from temporalio.client import Client
 from temporalio.exceptions import ApplicationError
 
-from activities import runtime as activity_runtime
 from activities.runtime import Runtime
 from activities.slack import surface as slack_surface
-from activities.store.agents import apply_agent
-from activities.store.db import get_pool
 from activities.tool_errors import ToolError
 from activities.tools.catalog import native
-from config.agent import AgentConfig
 from config.settings import Settings
-from surfaces.app import create_app
 from surfaces.tasks import task_id_for
 from tests.fakes.slack_api import BOT_USER, FakeSlack
-from tests.integration.test_slack_events import (
-    SECRET,
-    click,
-    mention,
-    post_click,
-    post_event,
-    settled,
-)
+from tests.helpers import eventually_async
+from tests.integration.slack_env import click, mention, post_click, post_event, settled
+from tests.integration.slack_flow_env import TOKEN, slack_setup, surfaces
 from workers import worker as worker_module
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
@@ -61,7 +48,6 @@ from workflows.types import (
     ToolCallInput,
 )
 
-TOKEN = "xoxb-flow-token"
 CHANNEL = "C0FLOW"
 
 
@@ -358,41 +344,6 @@ spec:
 """
 
 
-async def until(check: Callable[[], Awaitable[Any]], seconds: float = 30.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (value := await check()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
-    return value
-
-
-async def slack_setup(
-    settings: Settings, fake: FakeSlack, task_queue: str, config: dict[str, Any]
-) -> Settings:
-    settings = settings.model_copy(
-        update={
-            "slack_signing_secret": SecretStr(SECRET),
-            "slack_bot_token": SecretStr(TOKEN),
-            "slack_api_url": fake.base_url,
-            "task_queue": task_queue,
-        }
-    )
-    activity_runtime.configure(settings)
-    await apply_agent(await get_pool(settings.require_database_url()), AgentConfig.model_validate(config))
-    return settings
-
-
-@asynccontextmanager
-async def surfaces(settings: Settings, client: Client) -> AsyncIterator[httpx.AsyncClient]:
-    """The surfaces app with its lifespan (the Slack inbox dispatcher) running."""
-    app = create_app(settings, client)
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://surfaces.test") as http,
-    ):
-        yield http
-
-
 async def test_mention_approval_click_action_and_threaded_reply(
     settings: Settings, client: Client, task_queue: str, fake: FakeSlack
 ) -> None:
@@ -426,7 +377,7 @@ async def test_mention_approval_click_action_and_threaded_reply(
         assert (await post_event(http, event)).status_code == 200
         assert (await post_event(http, event, {"X-Slack-Retry-Num": "1"})).status_code == 200
         assert await settled(settings, event["event_id"]) == "started"
-        message = await until(posted)
+        message = await eventually_async(posted, "the approval card", 30.0)
         value = next(b for b in message["blocks"] if b["type"] == "actions")["elements"][0]["value"]
         assert "Postgres 16" in str(message["blocks"]) and APPROVER in str(message["blocks"])
 
@@ -532,7 +483,7 @@ async def test_a_plain_reply_in_the_thread_reaches_the_task_waiting_for_the_user
             query = f"WorkflowId = '{task_id}' AND OpenLoopStatus = 'WAITING_USER'"
             return bool([e async for e in client.list_workflows(query)])
 
-        await until(waiting_and_listed)
+        await eventually_async(waiting_and_listed, "the task to wait for the user, and be listed so", 30.0)
         assert any(m.get("text") == "Which release?" for m in fake.thread(channel, root))
         elsewhere = reply("v2.3 please")
         elsewhere["event"]["thread_ts"] = "1.000001"  # another thread: not this task's

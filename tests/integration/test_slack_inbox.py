@@ -13,7 +13,8 @@ from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.slack import inbox
 from surfaces.slack.outcome import Outcome
-from tests.integration.test_slack_events import BOT_USER, mention
+from tests.fakes.slack_api import BOT_USER
+from tests.integration.slack_env import mention, pending_only
 
 
 def event(**extra: Any) -> dict[str, Any]:
@@ -49,15 +50,6 @@ def dispatcher(db_settings: Settings, handler: Handler | None) -> inbox.InboxDis
         return await get_pool(db_settings.require_database_url(), checked=False)
 
     return inbox.InboxDispatcher(pool, lambda: handler)
-
-
-async def pending_only(pool: AsyncConnectionPool, *event_ids: str) -> None:
-    """Leave only these events due, so a test's dispatch sees nothing of another test's."""
-    async with pool.connection() as conn:
-        await conn.execute(
-            "UPDATE slack_inbox SET handled_at = now() WHERE handled_at IS NULL AND NOT event_id = ANY(%s)",
-            (list(event_ids),),
-        )
 
 
 def test_only_events_that_could_start_or_reach_a_task_are_worth_a_row() -> None:

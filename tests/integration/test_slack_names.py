@@ -23,8 +23,8 @@ from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.cli.main import app
 from tests.fakes.slack_api import FakeSlack
-from tests.integration.test_slack_events import SECRET, post_event, settled
-from tests.integration.test_slack_flow import TOKEN, surfaces
+from tests.integration.slack_env import SECRET, post_event, settled
+from tests.integration.slack_flow_env import TOKEN, agent_document, surfaces
 
 CHANNEL = "C0LEDGER"
 
@@ -36,18 +36,6 @@ def fake() -> Iterator[FakeSlack]:
         server.add_channel(CHANNEL, "ledger-team")
         server.add_channel("C0ARCHIVE", "ledger-old", archived=True)
         yield server
-
-
-def agent_document(name: str, channel: str) -> str:
-    return f"""apiVersion: openloop.ai/v1alpha1
-kind: Agent
-metadata:
-  name: {name}
-spec:
-  surfaces:
-    slack:
-      channels: ["{channel}"]
-"""
 
 
 def test_apply_resolves_a_channel_name_and_names_the_line_of_one_that_does_not_exist(

@@ -10,9 +10,7 @@ real surfaces app (signed clicks on `/slack/interactivity`) and the fake Slack W
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,10 +25,9 @@ from config.settings import Settings
 from surfaces.app import create_app
 from tests.fakes.model_api import FakeModelAPI
 from tests.fakes.slack_api import FakeSlack
-from tests.helpers import pending_approval
-from tests.integration.coding_env import coding_world
-from tests.integration.test_coding_task import result_of, script_fix
-from tests.integration.test_slack_events import SECRET, click, new_channel, post_click
+from tests.helpers import eventually_async, pending_approval
+from tests.integration.coding_env import coding_world, result_of, script_fix
+from tests.integration.slack_env import SECRET, click, new_channel, post_click
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ApprovalDecision, TaskStatus
 
@@ -50,13 +47,6 @@ async def surfaces_app(settings: Settings, client: Client) -> AsyncIterator[http
 def buttons(card: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     [actions] = [block for block in card if block["type"] == "actions"]
     return {element["text"]["text"]: element for element in actions["elements"]}
-
-
-async def until(check: Any, seconds: float = 20.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        assert time.monotonic() < deadline, "nothing happened in time"
-        await asyncio.sleep(0.05)
 
 
 async def test_show_diff_posts_the_stored_diff_in_the_cards_thread(
@@ -84,13 +74,15 @@ async def test_show_diff_posts_the_stored_diff_in_the_cards_thread(
                     http,
                     click(handle.id, action_id=shown["Show diff"]["action_id"], value=value, channel=channel),
                 )
-                await until(lambda: slack.uploaded_files)
+                await eventually_async(lambda: slack.uploaded_files, "the diff's upload", 20.0)
                 still = await handle.query(AgentTaskWorkflow.status)
                 stale = value.replace(pending.request_id, "apr-decided-long-ago")
                 late = await post_click(
                     http, click(handle.id, action_id=blocks.SHOW_DIFF_ACTION, value=stale, channel=channel)
                 )
-                await until(lambda: [e for e in slack.ephemerals if e["channel"] == channel])
+                await eventually_async(
+                    lambda: [e for e in slack.ephemerals if e["channel"] == channel], "the private note", 20.0
+                )
             await handle.signal(
                 AgentTaskWorkflow.deny, ApprovalDecision(pending.request_id, pending.action_id, "cli:local")
             )

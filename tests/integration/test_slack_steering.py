@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -36,8 +35,9 @@ from surfaces.tasks import task_id_for
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.fakes.model_stream import StreamPlan
 from tests.fakes.slack_api import BOT_USER, FakeSlack
-from tests.integration.test_slack_events import click, mention, post_click, post_event, settled
-from tests.integration.test_slack_flow import TOKEN, slack_setup, surfaces
+from tests.helpers import eventually_async
+from tests.integration.slack_env import click, mention, post_click, post_event, settled
+from tests.integration.slack_flow_env import TOKEN, slack_setup, surfaces
 from workers import worker as worker_module
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import TaskStatus
@@ -134,14 +134,6 @@ async def task_thread(
         )
 
 
-async def until(check: Callable[[], Awaitable[Any]], seconds: float = 30.0) -> Any:
-    deadline = time.monotonic() + seconds
-    while not (value := await check()):
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
-    return value
-
-
 async def test_yes_continues_the_pending_proposal_in_the_same_task(
     settings: Settings, client: Client, task_queue: str, fake: FakeSlack, api: FakeModelAPI
 ) -> None:
@@ -152,7 +144,7 @@ async def test_yes_continues_the_pending_proposal_in_the_same_task(
         async def waiting() -> bool:
             return await thread.status() == TaskStatus.WAITING_USER
 
-        await until(waiting)
+        await eventually_async(waiting, "the task to wait for the user", 30.0)
         await thread.say("yes", mentioning=True)  # in a channel people mention the agent to answer
         result = await asyncio.wait_for(thread.handle.result(), 30)
         runs = [e async for e in client.list_workflows(f"OpenLoopChannel = '{thread.channel}'")]
@@ -192,7 +184,7 @@ async def test_stop_in_the_thread_cancels_with_what_was_done(
         async def second_call_running() -> bool:
             return len(api.requests) >= 2
 
-        await until(second_call_running)
+        await eventually_async(second_call_running, "the second model call", 30.0)
         said = await thread.say("stop")
         result = await asyncio.wait_for(thread.handle.result(), 30)
     assert result.status == TaskStatus.CANCELLED and "U_ALICE" in result.reason
@@ -211,7 +203,7 @@ async def test_the_stop_button_cancels_a_task_waiting_for_an_answer(
         async def waiting() -> bool:
             return await thread.status() == TaskStatus.WAITING_USER
 
-        await until(waiting)
+        await eventually_async(waiting, "the task to wait for the user", 30.0)
         [progress] = [m for m in fake.thread(thread.channel, thread.root) if "task `" in m.get("text", "")]
         [section] = progress["blocks"]
         stop = section["accessory"]
@@ -239,7 +231,7 @@ async def test_someone_not_allowed_to_trigger_cannot_steer_and_is_audited(
         async def waiting() -> bool:
             return await thread.status() == TaskStatus.WAITING_USER
 
-        await until(waiting)
+        await eventually_async(waiting, "the task to wait for the user", 30.0)
         said = await thread.say("yes, and delete the repo", user="U_MALLORY")
         stop = click(
             thread.handle.id, user="U_MALLORY", action_id=slack_status.STOP_ACTION, value=thread.handle.id

@@ -15,8 +15,6 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +26,12 @@ from tests.fakes import serve_slack
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.serve_slack import CHANNEL, REPO, People
 from tests.fakes.slack_api import FakeSlack
-from tests.integration.test_openloop_up import OPENLOOP, STARTUP_SECONDS, cli, stack_env, stop  # noqa: F401
-from tests.integration.test_slack_approvers import field_text
+from tests.helpers import eventually
+from tests.integration.slack_env import field_text
+from tests.integration.up_env import OPENLOOP, STARTUP_SECONDS, cli, stop
 
 _TASK = re.compile(r"task `(task-slack-[\w-]+)`")
+STEP_SECONDS = 120.0  # how long each step of the story may take
 
 
 def up_demo(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -57,16 +57,6 @@ def _ready(address: str) -> bool:
         return False
 
 
-def eventually(check: Callable[[], Any], what: str, within: float = 120.0) -> Any:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def tasks_in_channel(env: dict[str, str]) -> list[str]:
     async def listed() -> list[str]:
         client = await Client.connect(env["OPENLOOP_TEMPORAL_ADDRESS"])
@@ -76,7 +66,7 @@ def tasks_in_channel(env: dict[str, str]) -> list[str]:
 
 
 def test_the_slack_story_runs_offline_on_the_embedded_stack(
-    stack_env: dict[str, str],  # noqa: F811
+    stack_env: dict[str, str],
     tmp_path: Path,
 ) -> None:
     slack = FakeSlack(token=serve_slack.TOKEN, app_token=serve_slack.APP_TOKEN).start()
@@ -109,6 +99,7 @@ def test_the_slack_story_runs_offline_on_the_embedded_stack(
         summary = eventually(
             lambda: next((m for m in ours() if m.get("text", "").endswith(ISSUE_OFFER)), None),
             f"the summary\n{log.read_text()[-3000:]}",
+            STEP_SECONDS,
         )
         assert slack.streaming.stream_of(CHANNEL, summary["ts"]) is not None  # chat.startStream made it
         assert [c["thread_ts"] for c in slack.calls_to("chat.startStream")] == [root]
@@ -123,6 +114,7 @@ def test_the_slack_story_runs_offline_on_the_embedded_stack(
                 (m for m in ours() if any(b["type"] == "actions" for b in m.get("blocks") or [])), None
             ),
             f"the approval card\n{log.read_text()[-3000:]}",
+            STEP_SECONDS,
         )
         assert slack.reactions(CHANNEL, said) == ["eyes"]
         assert tasks_in_channel(env) == [task_id]
@@ -133,16 +125,19 @@ def test_the_slack_story_runs_offline_on_the_embedded_stack(
 
         # Alice is not in @maintainers: refused, privately; nothing is created.
         people.click(root, "approve", "U01ALICE")
-        told = eventually(lambda: [e for e in slack.ephemerals if e["user"] == "U01ALICE"], "the refusal")
+        told = eventually(
+            lambda: [e for e in slack.ephemerals if e["user"] == "U01ALICE"], "the refusal", STEP_SECONDS
+        )
         assert "not allowed" in told[0]["text"] and "<!subteam^S0MAINT>" in told[0]["text"]
         assert github.issues(REPO) == []
 
         # Bob is: the issue is created once, and its link is posted in the thread.
         people.click(root, "approve", "U02BOB")
-        [issue] = eventually(lambda: github.issues(REPO), "the issue")
+        [issue] = eventually(lambda: github.issues(REPO), "the issue", STEP_SECONDS)
         link = eventually(
             lambda: next((m for m in ours() if issue["html_url"] in m.get("text", "")), None),
             f"the link in the thread\n{log.read_text()[-3000:]}",
+            STEP_SECONDS,
         )
         assert issue["title"] == "Postgres 16 for the usage ledger, owned by the platform team"
         assert "Bob: Postgres 16: we already run it" in issue["body"]

@@ -26,8 +26,7 @@ from temporalio.client import Client
 from activities.store.db import get_pool
 from tests.fakes.model_api import FakeModelAPI
 from tests.helpers import pending_approval
-from tests.integration.coding_env import coding_world
-from tests.integration.test_coding_task import cloned, result_of, script_fix
+from tests.integration.coding_env import cloned, coding_world, result_of, script_fix
 from workers.embedded import TemporalDevServer
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ApprovalDecision, TaskStatus

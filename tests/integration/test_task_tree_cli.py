@@ -18,9 +18,10 @@ from temporalio.worker import Worker
 
 from activities.tools.catalog import NATIVE_TOOLS
 from config.loader import parse_agent
-from tests.integration.test_cli_observe import Cli, Handle
+from tests.helpers import Handle, status_when
+from tests.integration.observe_env import Cli
+from tests.workflow.delegation_env import ISSUE
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_delegation_tree import ISSUE, status_when
 from workers.embedded import TemporalDevServer
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.test_openloop_up import cli, stack_env, start_up, stop  # noqa: F401
+from tests.integration.up_env import cli, start_up, stop
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = [
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_a_finished_task_is_found_in_the_web_ui_by_agent(stack_env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_a_finished_task_is_found_in_the_web_ui_by_agent(stack_env: dict[str, str], tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     process = start_up(stack_env, tmp_path / "up.log")
@@ -56,7 +56,7 @@ def test_a_finished_task_is_found_in_the_web_ui_by_agent(stack_env: dict[str, st
         assert stop(process) == 0
 
 
-def test_the_ui_query_filters_out_other_agents(stack_env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
+def test_the_ui_query_filters_out_other_agents(stack_env: dict[str, str], tmp_path: Path) -> None:
     """The same search attribute drives `temporal workflow list --query`, so the CLI agrees."""
     process = start_up(stack_env, tmp_path / "up.log")
     try:

@@ -5,7 +5,6 @@ processes that a test kills (SIGKILL) or stops (SIGTERM) at the moment it choose
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import os
 import signal
@@ -13,7 +12,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +23,7 @@ from activities.store.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
 from surfaces.tasks import start_task
+from tests.helpers import eventually_async
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import SurfaceContext, TaskResult
 
@@ -86,22 +85,6 @@ async def scalar(pg_url: str, sql: str, *params: object) -> Any:
     return None if row is None else next(iter(row.values()))
 
 
-async def eventually(
-    check: Callable[[], Awaitable[bool]] | Callable[[], bool], what: str, within: float = 30.0
-) -> None:
-    """Poll `check` until it holds; fail naming `what` after `within` seconds."""
-    deadline = time.monotonic() + within
-    while True:
-        outcome = check()
-        if inspect.isawaitable(outcome):
-            outcome = await outcome
-        if outcome:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within:g}s waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 # Worker processes ------------------------------------------------------------------------
 
 
@@ -136,7 +119,7 @@ class WorkerProcess:
             await asyncio.sleep(0.05)
 
     async def gone(self, within: float = 30.0) -> None:
-        await eventually(lambda: not self.alive(), f"worker {self.name} to exit", within)
+        await eventually_async(lambda: not self.alive(), f"worker {self.name} to exit", within)
 
     async def kill(self) -> None:
         """SIGKILL: the process gets no chance to finish or report anything."""

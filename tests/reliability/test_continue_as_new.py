@@ -21,9 +21,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.tools.catalog import specs_for
 from config.loader import parse_agent
-from tests.reliability.harness import eventually
+from tests.helpers import eventually_async
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import pending_request, start, worker
+from tests.workflow.task_env import pending_request, start, worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
     ApprovalDecision,
@@ -109,7 +109,7 @@ async def test_a_hundred_step_task_continues_as_new_and_carries_its_state(
         request_id, action = await pending_request(handle)
         decision = ApprovalDecision(request_id, action, "U_ALICE")
         await handle.signal(AgentTaskWorkflow.approve, decision)
-        await eventually(lambda: later_run(handle, first_run), "a later run")
+        await eventually_async(lambda: later_run(handle, first_run), "a later run")
         await handle.signal(AgentTaskWorkflow.approve, decision)
         result = await handle.result()
         explanation = await handle.query(AgentTaskWorkflow.explain)
@@ -169,7 +169,7 @@ async def test_no_continue_as_new_while_an_approval_is_pending(
         assert (await handle.describe()).run_id == asked_in  # still the run that asked
         decision = ApprovalDecision(request_id, action, "U_ALICE")
         await handle.signal(AgentTaskWorkflow.approve, decision)
-        await eventually(lambda: later_run(handle, asked_in), "continue-as-new after the step")
+        await eventually_async(lambda: later_run(handle, asked_in), "continue-as-new after the step")
         await handle.signal(AgentTaskWorkflow.approve, decision)  # a replay into the new run
         result = await handle.result()
     assert result.status == TaskStatus.SUCCESS

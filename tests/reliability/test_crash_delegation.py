@@ -13,11 +13,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from tests.fakes.model_api import FakeModelAPI, tool_call
+from tests.helpers import eventually_async
 from tests.reliability.harness import (
     FAKE_OPENAI_KEY,
     WorkerForker,
     agent_config,
-    eventually,
     start,
     stored,
     worker_env,
@@ -66,7 +66,7 @@ async def test_worker_killed_while_children_run_starts_no_child_twice_and_the_pa
         tools = [{"name": "agent.delegate", "permissions": ["agents:delegate"]}]
         agent = await stored(pg_url, agent_config(tools=tools, budget={"per_task_usd": 1.0}))
         handle = await start(client, task_queue, agent, "Check the three parts.")
-        await eventually(lambda: len(fake.requests) == 1 + CHILDREN, "every child to ask the model", 60)
+        await eventually_async(lambda: len(fake.requests) == 1 + CHILDREN, "every child to ask the model", 60)
         await first.kill()
         second = await forker.spawn("second", env, tmp_path)
         result = await asyncio.wait_for(handle.result(), 90)
@@ -90,7 +90,7 @@ async def test_worker_killed_while_children_run_starts_no_child_twice_and_the_pa
         ]
         assert len(completed) == CHILDREN
         for child in started:
-            await eventually(lambda child=child: runs_of(client, child), f"{child} to be listed", 30)
+            await eventually_async(lambda child=child: runs_of(client, child), f"{child} to be listed", 30)
             assert await runs_of(client, child) == 1  # one execution per child id, ever
         # The parent's later workflow tasks ran on the second worker.
         identities = [

@@ -17,11 +17,11 @@ from temporalio.client import Client
 
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.model_api import FakeModelAPI, tool_call
+from tests.helpers import eventually_async
 from tests.reliability.harness import (
     FAKE_OPENAI_KEY,
     WorkerForker,
     agent_config,
-    eventually,
     scalar,
     start,
     stored,
@@ -70,7 +70,7 @@ async def test_worker_killed_after_github_accepted_an_issue_leaves_exactly_one(
             ),
         )
         handle = await start(client, task_queue, agent, "Open an issue about the flaky deploy step")
-        await eventually(lambda: len(github.issues(repo)) == 1, "GitHub to accept the issue", 60)
+        await eventually_async(lambda: len(github.issues(repo)) == 1, "GitHub to accept the issue", 60)
         await first.kill()  # the issue exists; the activity never reported it
         second = await forker.spawn("second", env, tmp_path)
         result = await asyncio.wait_for(handle.result(), 60)

@@ -15,11 +15,11 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from tests.fakes.model_api import FakeModelAPI
+from tests.helpers import eventually_async
 from tests.reliability.harness import (
     FAKE_OPENAI_KEY,
     WorkerForker,
     agent_config,
-    eventually,
     scalar,
     start,
     stored,
@@ -66,7 +66,7 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
             task_queue=task_queue,
         )
         handle = await start(client, task_queue, agent, "Which day do we deploy?")
-        await eventually(lambda: len(fake.requests) == 1, "the model request to arrive", 60)
+        await eventually_async(lambda: len(fake.requests) == 1, "the model request to arrive", 60)
         await first.kill()
         second = await forker.spawn("second", env, tmp_path)
         result = await asyncio.wait_for(handle.result(), 60)
@@ -104,7 +104,7 @@ async def test_worker_killed_during_a_model_call_is_charged_once(
             view = await budget.query(AgentBudgetWorkflow.snapshot)  # type: ignore[union-attr]
             return view.active_holds == 0
 
-        await eventually(hold_released, "the crashed attempt's hold to be released", 30)
+        await eventually_async(hold_released, "the crashed attempt's hold to be released", 30)
         view = await budget.query(AgentBudgetWorkflow.snapshot)
         assert view.reserved_usd == 0
         assert view.spent_usd == pytest.approx(cost)  # settled once; the dead hold cost nothing

@@ -23,10 +23,10 @@ from config.settings import Settings
 from tests.fakes.git_http import FakeGitHost
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.model_api import FakeModelAPI, tool_call
-from tests.helpers import approve_when_pending
+from tests.helpers import approve_when_pending, eventually_async
 from tests.integration.coding_env import TOKEN, CodingWorld
 from tests.integration.loop_env import DEMO
-from tests.reliability.harness import FAKE_OPENAI_KEY, WorkerForker, WorkerProcess, eventually, worker_env
+from tests.reliability.harness import FAKE_OPENAI_KEY, WorkerForker, WorkerProcess, worker_env
 from workers.embedded import TemporalDevServer
 from workers.loops import build_loop_workers
 from workflows.code_types import CodeActivity
@@ -100,7 +100,7 @@ async def test_worker_killed_after_github_opened_the_pull_request_leaves_exactly
             agent = await world.agent()
             handle = await world.start(agent, f"test_mean fails on main in {repo}; fix it")
             await approve_when_pending(handle)
-            await eventually(lambda: len(world.pulls()) == 1, "GitHub to open the pull request", 60)
+            await eventually_async(lambda: len(world.pulls()) == 1, "GitHub to open the pull request", 60)
             await first.kill()  # the pull request exists; the activity never reported it
             second = await forker.spawn("second", env, tmp_path)
             result = await asyncio.wait_for(handle.result(), 90)

@@ -14,7 +14,7 @@ from datetime import timedelta
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import AGENT_YAML, pending_request, start, task_input, worker
+from tests.workflow.task_env import AGENT_YAML, pending_request, start, task_input, worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.policy import action_id, call_key
 from workflows.types import ApprovalDecision, TaskStatus

@@ -20,8 +20,8 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import pending_request, start, task_input
-from tests.workflow.test_approvals import worker as approvals_worker
+from tests.workflow.task_env import pending_request, start, task_input
+from tests.workflow.task_env import worker as approvals_worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ApprovalDecision, TaskInput, TaskResult, TaskStatus
 

@@ -20,9 +20,9 @@ from temporalio.client import Client
 from activities.store.db import apply_migrations, get_pool
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI
+from tests.helpers import eventually_async
 from tests.reliability.harness import (
     agent_config,
-    eventually,
     held_backend,
     install_faults,
     new_task_id,
@@ -59,14 +59,14 @@ async def test_a_backend_terminated_mid_transaction_rolls_back_and_the_retry_wri
                 pids.extend([pid] if pid else [])
                 return pid is not None
 
-            await eventually(holding, "the answer's transaction to reach the usage row", 60)
+            await eventually_async(holding, "the answer's transaction to reach the usage row", 60)
             await set_fault(url, task_id, "usage_ledger", None)  # the retry is not held
             assert await scalar(url, "SELECT pg_terminate_backend(%s)", pids[0]) is True
 
             async def gone() -> bool:
                 return not await scalar(url, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", pids[0])
 
-            await eventually(gone, "the terminated backend to exit")
+            await eventually_async(gone, "the terminated backend to exit")
             # Rolled back together: neither the stored answer nor its usage row is there.
             assert (await scalar(url, ANSWERS, task_id), await scalar(url, USAGE, task_id)) == (0, 0)
             result = await asyncio.wait_for(handle.result(), 60)
@@ -93,7 +93,7 @@ async def test_postgres_restarted_while_the_model_answers_the_task_still_finishe
         model.answer("Tuesdays, asked a third time.")
         async with build_worker(client, settings):
             handle = await start(client, task_queue, agent, "Which day do we deploy?")
-            await eventually(lambda: len(model.requests) == 1, "the model request", 60)
+            await eventually_async(lambda: len(model.requests) == 1, "the model request", 60)
             server = postgres.server
             await asyncio.to_thread(
                 pg_ctl,

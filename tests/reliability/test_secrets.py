@@ -30,8 +30,9 @@ from surfaces.tasks import task_id_for
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.fakes.slack_api import BOT_USER, FakeSlack
-from tests.integration.test_slack_events import mention, settled, signed
-from tests.reliability.harness import FAKE_OPENAI_KEY, Handle, agent_config, eventually, start, stored
+from tests.helpers import eventually_async
+from tests.integration.slack_env import mention, settled, signed
+from tests.reliability.harness import FAKE_OPENAI_KEY, Handle, agent_config, start, stored
 from workers.telemetry import tracing_interceptors
 from workers.worker import build_worker
 from workflows.agent_task import AgentTaskWorkflow
@@ -129,7 +130,7 @@ async def test_no_secret_reaches_ids_inputs_results_history_logs_traces_or_rows(
     assert first.status == TaskStatus.SUCCESS and len(github.issues(repo)) == 1
     assert second.status == TaskStatus.ERROR and "OPENAI_API_KEY" in second.reason
     assert all(r.headers["authorization"] == f"Bearer {FAKE_OPENAI_KEY}" for r in model.requests)
-    await eventually(lambda: any("Opened the issue." in str(c) for c in slack.calls), "the Slack reply")
+    await eventually_async(lambda: any("Opened the issue." in str(c) for c in slack.calls), "the Slack reply")
 
     found: list[str] = []
     for handle, result in ((slack_task, first), (failing, second)):

@@ -12,11 +12,11 @@ from pathlib import Path
 from temporalio.client import Client
 
 from tests.fakes.model_api import FakeModelAPI
+from tests.helpers import eventually_async
 from tests.reliability.harness import (
     FAKE_OPENAI_KEY,
     WorkerForker,
     agent_config,
-    eventually,
     scalar,
     start,
     stored,
@@ -51,7 +51,7 @@ async def test_sigterm_during_a_model_call_finishes_the_call_and_hands_over_the_
         await asyncio.gather(*(w.ready() for w in workers))
         agent = await stored(pg_url, agent_config())
         handle = await start(client, task_queue, agent, "Which day do we deploy?")
-        await eventually(lambda: len(fake.requests) == 1, "the model request to arrive", 60)
+        await eventually_async(lambda: len(fake.requests) == 1, "the model request to arrive", 60)
         pending = (await handle.describe()).raw_description.pending_activities
         assert len(pending) == 1
         holder_pid = int(pending[0].last_worker_identity.split("@")[0])

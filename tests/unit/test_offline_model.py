@@ -3,75 +3,16 @@ decision, offer an issue, and on "yes" open it in the agent's bound repository."
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
-from activities.offline import ISSUE_OFFER, LABEL, respond
-from config.agent import AgentConfig
-from workflows.prompts import system_prompt
-from workflows.types import SurfaceContext
+from activities.offline import ISSUE_OFFER, LABEL
+from tests.unit.offline_env import agent, start, step
 from workflows.untrusted import wrap_untrusted
 
-TOOLS = ["slack.read_thread", "memory.save", "github.create_issue"]
 THREAD = (
     "Thread 1.0001 in C0DEV: 3 message(s)\n"
     "Alice (U_ALICE): Which database for the usage ledger?\n"
     "Bob (U_BOB): Decision: we go with Postgres 16.\n"
     "Alice (U_ALICE): summarize this thread and capture the decision"
 )
-
-
-def agent(github: dict[str, Any] | None = None) -> AgentConfig:
-    surfaces: dict[str, Any] = {"slack": {"channels": ["C0DEV"]}}
-    if github is not None:
-        surfaces["github"] = github
-    return AgentConfig.model_validate(
-        {
-            "apiVersion": "openloop.ai/v1alpha1",
-            "kind": "Agent",
-            "metadata": {"name": "helper"},
-            "spec": {"instructions": "Help the team, and/or keep notes.", "surfaces": surfaces},
-        }
-    )
-
-
-def start(config: AgentConfig, request: str, surface: str = "slack") -> list[dict[str, Any]]:
-    context = SurfaceContext(surface=surface, channel="C0DEV", user="U_ALICE", thread="1.0001")
-    return [
-        {"role": "system", "content": system_prompt(config, context)},
-        {"role": "user", "content": request},
-    ]
-
-
-def step(messages: list[dict[str, Any]], result: str | None = None) -> tuple[str, dict[str, Any]]:
-    """Ask the offline model; a tool call is answered with `result` as the workflow would."""
-    reply = respond(messages, TOOLS)
-    if not reply.tool_calls:
-        messages.append({"role": "assistant", "content": reply.text})
-        return reply.text, {}
-    [call] = reply.tool_calls
-    messages.append(
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments},
-                }
-            ],
-        }
-    )
-    tool = call.name.replace("__", ".")
-    messages.append(
-        {
-            "role": "tool",
-            "tool_call_id": call.id,
-            "content": wrap_untrusted(result or "ok", f"tool:{tool}"),
-        }
-    )
-    return tool, json.loads(call.arguments)
 
 
 def test_summary_decision_offer_then_yes_opens_the_issue_in_the_bound_repository() -> None:

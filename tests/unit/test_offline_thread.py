@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from activities.offline import ISSUE_OFFER, LABEL, respond
-from tests.unit.test_offline_model import agent, start, step
+from tests.unit.offline_env import agent, start, step
 
 TOOLS = ["slack.read_thread", "memory.save", "github.create_issue"]
 REQUEST = "summarise this thread and capture the decision"

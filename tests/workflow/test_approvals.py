@@ -4,22 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from pydantic import TypeAdapter
-from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
-from activities.tools.catalog import specs_for
-from config.loader import parse_agent
-from tests.helpers import pending_approval
-from tests.workflow.scripted import Script, say, use, wait_until_idle
-from workers.sandbox import workflow_runner
+from tests.workflow.scripted import Script, say, use
+from tests.workflow.task_env import AGENT_YAML, ARGS, issue_script, pending_request, start, task_input, worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.policy import action_id
 from workflows.types import (
@@ -27,67 +21,8 @@ from workflows.types import (
     ApprovalDecision,
     Decision,
     DecisionVerdict,
-    SurfaceContext,
-    TaskInput,
-    TaskResult,
     TaskStatus,
 )
-
-AGENT_YAML = """
-apiVersion: openloop.ai/v1alpha1
-kind: Agent
-metadata: {name: approver-test}
-spec:
-  model_policy: {default: scripted/model}
-  tools:
-    - {name: github.create_issue, permissions: [issues:write], limit_to: [acme/platform]}
-  approvals:
-    require_for: [github.create_issue]
-    approvers: [U_ALICE]
-    ttl: 72h
-"""
-ARGS = {"repo": "acme/platform", "title": "Track the decision"}
-
-
-def task_input(yaml_text: str = AGENT_YAML, **overrides: object) -> TaskInput:
-    agent = parse_agent(yaml_text)
-    return TaskInput(
-        task_id=f"task-test-{uuid.uuid4().hex[:10]}",
-        agent=agent,
-        agent_version=1,
-        context=SurfaceContext(surface="cli", channel="general", user="U_BOB"),
-        request="open an issue",
-        **{"tools": specs_for(agent), **overrides},  # type: ignore[arg-type]
-    )
-
-
-def worker(env: WorkflowEnvironment, script: Script, task_queue: str, **options: Any) -> Worker:
-    return Worker(
-        env.client,
-        task_queue=task_queue,
-        workflows=[AgentTaskWorkflow],
-        activities=script.activities(),
-        workflow_runner=workflow_runner(),
-        **options,
-    )
-
-
-async def start(
-    env: WorkflowEnvironment, inp: TaskInput, task_queue: str
-) -> WorkflowHandle[AgentTaskWorkflow, TaskResult]:
-    return await env.client.start_workflow(AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue)
-
-
-async def pending_request(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult]) -> tuple[str, str]:
-    pending = await pending_approval(handle)
-    # The request is posted after it becomes pending: let that finish, so the caller can stop
-    # its worker without leaving work in flight.
-    await wait_until_idle(handle)
-    return pending.request_id, pending.action_id
-
-
-def issue_script() -> Script:
-    return Script([use("github.create_issue", json.dumps(ARGS)), say("Opened the issue.")])
 
 
 async def test_approval_waits_three_days_then_expires_and_executes_nothing(

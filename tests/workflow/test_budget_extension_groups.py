@@ -25,8 +25,7 @@ from surfaces.decisions import decide
 from surfaces.timeline import Story, story_from_history
 from tests.fakes.slack_api import FakeSlack
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, task_input
-from tests.workflow.test_ceilings import agent_yaml
+from tests.workflow.task_env import agent_yaml, start, task_input
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import BudgetExtension, Decision, TaskResult, TaskStatus

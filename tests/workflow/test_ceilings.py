@@ -9,27 +9,9 @@ from datetime import timedelta
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, task_input, worker
+from tests.workflow.task_env import agent_yaml, issue_script, pending_request, start, task_input, worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import BudgetExtension, ModelCallInput, ModelCallResult, TaskStatus
-
-BASE = """
-apiVersion: openloop.ai/v1alpha1
-kind: Agent
-metadata: {{name: ceiling-test}}
-spec:
-  model_policy: {{default: scripted/model, max_output_tokens: 500}}
-  tools:
-    - {{name: memory.search, permissions: [memory:read]}}
-    - {{name: github.get_issue, permissions: [issues:read]}}
-  approvals: {{approvers: [U_ALICE], ttl: 1h}}
-  budget: {{per_task_usd: {usd}}}
-  limits: {{max_iterations: {iterations}, token_limit: {tokens}, wall_clock: {wall}}}
-"""
-
-
-def agent_yaml(usd: float = 1.0, iterations: int = 10, tokens: int = 100_000, wall: str = "30m") -> str:
-    return BASE.format(usd=usd, iterations=iterations, tokens=tokens, wall=wall)
 
 
 def searching(inp: ModelCallInput) -> ModelCallResult:
@@ -168,7 +150,6 @@ async def test_tools_outside_the_config_are_refused_audited_and_never_run(
 async def test_cancel_signal_stops_a_task_waiting_for_approval(
     ts_env: WorkflowEnvironment, task_queue: str
 ) -> None:
-    from tests.workflow.test_approvals import issue_script, pending_request
     from workflows.types import CancelRequest
 
     script = issue_script()

@@ -5,7 +5,6 @@ spend never passes the parent's ceiling."""
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Callable
 
@@ -15,8 +14,9 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from config.loader import parse_agent
+from tests.workflow.delegation_env import delegations, is_child
 from tests.workflow.scripted import Script, say
-from tests.workflow.test_approvals import start, worker
+from tests.workflow.task_env import start, worker
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.delegate_tool import TeammateLookup, TeammateStart
@@ -43,18 +43,6 @@ spec:
     - {name: agent.delegate, permissions: ["agents:delegate"]}
   budget: {per_task_usd: 1.0}
 """
-
-
-def is_child(task_id: str) -> bool:
-    """A subagent's id is its parent's, then `-d<step>-<call key>`."""
-    return re.search(r"-d\d+-[0-9a-f]{8}-\d{3}$", task_id) is not None
-
-
-def delegations(count: int) -> ModelCallResult:
-    calls = [
-        ToolCall("", "agent__delegate", json.dumps({"task": f"look into part {n}"})) for n in range(count)
-    ]
-    return ModelCallResult("", calls, "tool_calls", ModelUsage("scripted/model", 100, 20, 0.01), 0, 0)
 
 
 def tree_model(children: int, child_cost: float) -> Callable[[ModelCallInput], ModelCallResult]:

@@ -4,22 +4,18 @@ cancels the children that still run."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
 import uuid
 from collections.abc import Callable
-from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 
 from activities.tools.catalog import NATIVE_TOOLS
 from config.loader import parse_agent
-from tests.helpers import approve_when_pending
+from tests.helpers import approve_when_pending, status_when
+from tests.workflow.delegation_env import ISSUE, delegations, is_child
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, worker
-from tests.workflow.test_delegation import delegations, is_child
+from tests.workflow.task_env import start, worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.tools.agents import delegate
 from workflows.types import (
@@ -30,7 +26,6 @@ from workflows.types import (
     TaskInput,
     TaskResult,
     TaskStatus,
-    TaskStatusView,
 )
 
 LEAD = """
@@ -48,7 +43,6 @@ spec:
     ttl: 72h
   budget: {per_task_usd: 1.0}
 """
-ISSUE = json.dumps({"repo": "acme/platform", "title": "Rotate the token"})
 
 
 def lead_task() -> TaskInput:
@@ -75,18 +69,6 @@ def children_open_issues(children: int) -> Callable[[ModelCallInput], ModelCallR
         return delegations(children) if len(parent_calls) == 1 else say("All done.")
 
     return answer
-
-
-async def status_when(
-    handle: WorkflowHandle[Any, Any], ready: Callable[[TaskStatusView], bool], within: float = 30.0
-) -> TaskStatusView:
-    deadline = time.monotonic() + within
-    while True:
-        status = await handle.query(AgentTaskWorkflow.status)
-        if ready(status):
-            return status
-        assert time.monotonic() < deadline, f"{handle.id}: {status.last_action!r}"
-        await asyncio.sleep(0.05)
 
 
 def child_ids(script: Script) -> list[str]:

@@ -9,23 +9,22 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, task_input, worker
-from tests.workflow.test_ceilings import agent_yaml
+from tests.workflow.task_env import (
+    DEPLOYS,
+    agent_yaml,
+    start,
+    task_input,
+    two_searches_then,
+    worker,
+)
 from workflows import policy
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ActivityName, TaskStatus
-
-DEPLOYS = json.dumps({"query": "deploys"})
-ROLLBACKS = json.dumps({"query": "rollbacks"})
 
 
 def key(query: str) -> str:
     """The key of a step's first memory.search call with this query."""
     return policy.call_key(0, "memory.search", {"query": query})
-
-
-def two_searches_then(answer: str) -> Script:
-    return Script([use("memory.search", DEPLOYS, "c1"), use("memory.search", ROLLBACKS, "c2"), say(answer)])
 
 
 async def test_a_search_runs_inside_the_next_model_call_and_is_recorded_as_its_step(

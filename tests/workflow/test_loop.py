@@ -9,8 +9,7 @@ from datetime import timedelta
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, task_input, worker
-from tests.workflow.test_ceilings import agent_yaml
+from tests.workflow.task_env import agent_yaml, start, task_input, worker
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import TaskStatus, UserMessage
 

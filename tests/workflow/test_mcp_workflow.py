@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 from config.loader import parse_agent
 from tests.helpers import approve_when_pending
 from tests.workflow.record_histories import MCP_YAML, _mcp_tools
-from tests.workflow.test_approvals import start, worker
+from tests.workflow.task_env import start, worker
 from workflows.types import SurfaceContext, TaskInput, TaskStatus
 
 

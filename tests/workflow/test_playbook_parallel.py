@@ -11,7 +11,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from config.loader import parse_agent
-from tests.workflow.test_ceilings import agent_yaml
+from tests.workflow.task_env import agent_yaml
 from workers.sandbox import workflow_runner
 from workflows.delegate_tool import TeammateStart
 from workflows.playbook_calls import AgentLookup, PlaybookActivity, Recorded, RunRecord

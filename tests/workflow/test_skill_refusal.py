@@ -10,8 +10,8 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, worker
-from tests.workflow.test_skill_allowed_tools import ISSUE, LOG, task
+from tests.workflow.skill_env import ISSUE, LOG, task
+from tests.workflow.task_env import start, worker
 from workflows.types import TaskStatus
 
 

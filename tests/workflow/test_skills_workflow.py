@@ -10,7 +10,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from config.loader import parse_agent
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, worker
+from tests.workflow.task_env import start, worker
 from workflows.prompts import SKILLS_HEADER
 from workflows.types import SkillRef, SurfaceContext, TaskInput, TaskStatus
 

@@ -19,9 +19,9 @@ from temporalio.testing import WorkflowEnvironment
 from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from config.subagents import BUILT_IN_PROFILES
+from tests.workflow.delegation_env import is_child
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start, worker
-from tests.workflow.test_delegation import is_child
+from tests.workflow.task_env import start, worker
 from workflows.types import (
     ModelCallInput,
     ModelCallResult,

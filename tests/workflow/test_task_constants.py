@@ -6,9 +6,7 @@ from __future__ import annotations
 from temporalio.testing import WorkflowEnvironment
 
 from tests.workflow.scripted import say
-from tests.workflow.test_approvals import start, task_input, worker
-from tests.workflow.test_ceilings import agent_yaml
-from tests.workflow.test_folded_tools import two_searches_then
+from tests.workflow.task_env import agent_yaml, start, task_input, two_searches_then, worker
 from workflows.types import TaskStatus
 
 

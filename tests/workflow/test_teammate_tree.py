@@ -22,7 +22,7 @@ from config.agent import AgentConfig
 from config.loader import AgentConfigError, parse_agent
 from config.subagents import TREE_DEPTH
 from tests.workflow.scripted import Script, say, use
-from tests.workflow.test_approvals import start
+from tests.workflow.task_env import start
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.delegate_tool import TeammateLookup, TeammateStart
