@@ -36,8 +36,11 @@ with workflow.unsafe.imports_passed_through():
         WorkerTimeouts,
         WorkspaceHandle,
     )
+    from workflows.patch_ledger import LOOP_SHUTDOWN_IS_LOST, patched
 
 _T = TypeVar("_T")
+# temporalio's failure type for an activity cut short by its worker's graceful stop.
+WORKER_SHUTDOWN = "WorkerShutdown"
 
 
 class WorkspaceLost(Exception):
@@ -54,7 +57,12 @@ def _lost(err: ActivityError) -> bool:
     cause = err.cause
     if isinstance(cause, TimeoutError):
         return True
-    return isinstance(cause, ApplicationError) and cause.type == ErrorType.WORKSPACE_LOST
+    if not isinstance(cause, ApplicationError):
+        return False
+    if cause.type == ErrorType.WORKSPACE_LOST:
+        return True
+    # A graceful stop is not a failure: the workspace goes with the worker, so take it again.
+    return cause.type == WORKER_SHUTDOWN and patched(LOOP_SHUTDOWN_IS_LOST)
 
 
 async def acquire(inp: LoopInput, last_diff: DiffSnapshot | None) -> WorkspaceHandle:

@@ -13,7 +13,7 @@ patch, and the patch has a life (samples-python `hello/hello_patch.py`):
 Workflow code patches only through `patched` and `deprecate_patch` below, each with an entry
 of `LEDGER`; `tests/workflow/test_patch_ledger.py` fails on a direct `workflow.patched` or
 `workflow.deprecate_patch`, an entry missing from the ledger, and a patch past its date.
-Version 0.1.0 is the baseline (CHANGELOG.md): it has no patches, so the ledger starts empty.
+Version 0.1.0 is the baseline (CHANGELOG.md): it has no patches; later ones are listed here.
 
 Workflow code: deterministic, no I/O; the dates are only read by that test.
 """
@@ -62,7 +62,13 @@ class Patch:
 
 
 # Entries are module constants (`NAME = Patch(...)`) listed here; code passes the constant.
-LEDGER: tuple[Patch, ...] = ()
+LOOP_SHUTDOWN_IS_LOST = Patch(
+    "loop-shutdown-is-lost",
+    date(2026, 11, 26),
+    "a loop's activity cut short by its worker's graceful stop (temporalio's WorkerShutdown: "
+    "a deploy's SIGTERM, Ctrl-C) is a lost workspace, taken again elsewhere, not an ERROR",
+)
+LEDGER: tuple[Patch, ...] = (LOOP_SHUTDOWN_IS_LOST,)
 
 
 def patched(entry: Patch) -> bool:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from temporalio.client import Client
 
 from tests.integration.loop_env import PYTEST, TOKEN, loop_world, project_with
@@ -52,9 +53,12 @@ async def _running_step(client: Client, loop_id: str) -> dict[str, Any] | None:
     return None
 
 
-async def test_a_loop_goes_on_elsewhere_when_its_worker_is_killed_mid_verify(
-    client: Client, dev_server: TemporalDevServer, pg_url: str, tmp_path: Path
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM], ids=["killed", "deploy-sigterm"])
+async def test_a_loop_goes_on_elsewhere_when_its_worker_is_stopped_mid_verify(
+    client: Client, dev_server: TemporalDevServer, pg_url: str, tmp_path: Path, stop: signal.Signals
 ) -> None:
+    """SIGKILL: nothing of the worker is told. SIGTERM (a deploy, Ctrl-C): the worker stops
+    gracefully, its running command is cancelled, and that is a lost workspace, not an error."""
     project = project_with(tmp_path)
     async with loop_world(client, pg_url, tmp_path, project, loop_worker=False) as world:
         settings = world.settings
@@ -79,7 +83,7 @@ async def test_a_loop_goes_on_elsewhere_when_its_worker_is_killed_mid_verify(
                     Step.VERIFY: slow_verify,
                 }
             )
-            loop_id = "loop-killed-worker"
+            loop_id = f"loop-stopped-worker-{stop.name.lower()}"
             handle = await client.start_workflow(
                 LOOP_WORKFLOW_NAME,
                 LoopInput(
@@ -99,7 +103,11 @@ async def test_a_loop_goes_on_elsewhere_when_its_worker_is_killed_mid_verify(
                     break
                 assert time.monotonic() < deadline, "round 2's verify never started"
                 await asyncio.sleep(0.2)
-            os.killpg(doomed.pid, signal.SIGKILL)
+            if stop is signal.SIGKILL:
+                os.killpg(doomed.pid, signal.SIGKILL)
+            else:
+                doomed.send_signal(stop)
+                await asyncio.to_thread(doomed.wait, 60)
         finally:
             if doomed.poll() is None:
                 os.killpg(doomed.pid, signal.SIGKILL)
