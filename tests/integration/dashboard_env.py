@@ -30,13 +30,13 @@ SLACK = "https://slack.com/user_id"  # the provider's claim holding a person's S
 
 
 async def start_dashboard_task(
-    client: Client, yaml_text: str, agent: str, channel: str, task_queue: str
+    client: Client, yaml_text: str, agent: str, channel: str, task_queue: str, prefix: str = "task-dash"
 ) -> Handle:
     """Start a task of the agent in `yaml_text`, renamed `agent`, with the search attributes
-    and description the dashboard lists it by."""
+    and description the dashboard (and `openloop tasks`) list it by."""
     config = parse_agent(re.sub(r"\{name: \w+\}", f"{{name: {agent}}}", yaml_text, count=1))
     inp = TaskInput(
-        task_id=f"task-dash-{uuid.uuid4().hex[:10]}",
+        task_id=f"{prefix}-{uuid.uuid4().hex[:10]}",
         agent=config,
         agent_version=1,
         context=SurfaceContext(surface="cli", channel=channel, user="U_BOB"),

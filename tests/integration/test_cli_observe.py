@@ -16,21 +16,18 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client, WorkflowExecutionStatus
-from temporalio.common import SearchAttributePair, TypedSearchAttributes
 from temporalio.worker import Worker
 
-from activities.tools.catalog import specs_for
-from config.loader import parse_agent
 from tests.helpers import Handle, pending_approval
+from tests.integration.dashboard_env import start_dashboard_task
 from tests.integration.observe_env import Cli
 from tests.workflow.record_histories import HELPER_YAML, ISSUE_ARGS, ISSUES_YAML, SEARCH_ARGS
 from tests.workflow.scripted import Script, say, use
 from workers.embedded import TemporalDevServer, find_binary
 from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
-from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import ApprovalDecision, SurfaceContext, TaskInput, TaskStatus
+from workflows.types import ApprovalDecision, TaskStatus
 
 
 @dataclass
@@ -39,34 +36,6 @@ class Tasks:
     answered: Handle  # a tool call, then an answer: SUCCESS
     waiting: Handle  # waiting for U_ALICE to approve github.create_issue
     worker: Worker
-
-
-async def _start(client: Client, yaml_text: str, agent: str, channel: str, task_queue: str) -> Handle:
-    config = parse_agent(
-        yaml_text.replace("{name: helper}", f"{{name: {agent}}}").replace(
-            "{name: triage}", f"{{name: {agent}}}"
-        )
-    )
-    inp = TaskInput(
-        task_id=f"task-cli-observe-{uuid.uuid4().hex[:10]}",
-        agent=config,
-        agent_version=1,
-        context=SurfaceContext(surface="cli", channel=channel, user="U_BOB"),
-        request="what did we decide about deploys?",
-        tools=specs_for(config),
-    )
-    attributes = TypedSearchAttributes(
-        [
-            SearchAttributePair(search.AGENT, agent),
-            SearchAttributePair(search.WORKSPACE, "default"),
-            SearchAttributePair(search.CHANNEL, channel),
-            SearchAttributePair(search.SURFACE, "cli"),
-            SearchAttributePair(search.STATUS, TaskStatus.RUNNING.value),
-        ]
-    )
-    return await client.start_workflow(
-        AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue, search_attributes=attributes
-    )
 
 
 @pytest.fixture
@@ -95,8 +64,12 @@ async def tasks(client: Client, task_queue: str) -> AsyncIterator[Tasks]:
         interceptors=worker_interceptors(),
     )
     async with worker:
-        answered = await _start(client, HELPER_YAML, f"helper-{suffix}", f"eng-{suffix}", task_queue)
-        waiting = await _start(client, ISSUES_YAML, f"triage-{suffix}", f"ops-{suffix}", task_queue)
+        answered = await start_dashboard_task(
+            client, HELPER_YAML, f"helper-{suffix}", f"eng-{suffix}", task_queue, "task-cli-observe"
+        )
+        waiting = await start_dashboard_task(
+            client, ISSUES_YAML, f"triage-{suffix}", f"ops-{suffix}", task_queue, "task-cli-observe"
+        )
         assert (await answered.result()).status == TaskStatus.SUCCESS
         await pending_approval(waiting)
         yield Tasks(suffix, answered, waiting, worker)

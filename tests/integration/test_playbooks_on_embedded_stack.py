@@ -11,7 +11,6 @@ import hashlib
 import hmac
 import json
 import subprocess
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -24,31 +23,13 @@ from tests.fakes.git_http import FakeGitHost
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.github_git import pull_requests
 from tests.helpers import eventually
-from tests.integration.up_env import OPENLOOP, STARTUP_SECONDS, stop
-from workers.embedded import port_open
+from tests.integration.up_env import OPENLOOP, start_up, stop
 
 STEP_SECONDS = 240.0  # how long each step of the story may take
 
 
 def openloop(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*OPENLOOP, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=120)
-
-
-def start_up(env: dict[str, str], cwd: Path, log: Path) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(
-        [*OPENLOOP, "up"], env=env, cwd=cwd, stdout=log.open("ab"), stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )  # fmt: skip
-    stack_file = Path(env["OPENLOOP_STATE_DIR"]) / "stack.json"
-    deadline = time.monotonic() + STARTUP_SECONDS
-    while time.monotonic() < deadline:
-        assert process.poll() is None, log.read_text()
-        if stack_file.exists() and port_open(
-            "127.0.0.1", int(env["OPENLOOP_HTTP_ADDRESS"].rsplit(":", 1)[1])
-        ):
-            return process
-        time.sleep(0.2)
-    raise AssertionError(f"openloop up did not come up:\n{log.read_text()}")
 
 
 def runs(env: dict[str, str], cwd: Path, playbook: str) -> list[dict[str, Any]]:
@@ -92,7 +73,7 @@ def test_the_example_playbooks_run_on_the_embedded_stack_with_the_offline_model(
     made = openloop(env, project, "playbooks", "init")
     assert made.returncode == 0 and (project / "playbooks" / "ci-triage" / "propose.md").exists(), made.stdout
     log = tmp_path / "up.log"
-    process = start_up(env, project, log)
+    process = start_up(env, log, cwd=project)
     try:
         started = log.read_text()
         assert "applying the playbooks in ./playbooks" in started, started

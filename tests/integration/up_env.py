@@ -33,10 +33,12 @@ def stack_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def start_up(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+def start_up(env: dict[str, str], log: Path, cwd: Path | None = None) -> subprocess.Popen[bytes]:
+    """`openloop up` (in `cwd`, where it looks for ./playbooks), once it serves HTTP."""
     process = subprocess.Popen(
-        [*OPENLOOP, "up"], env=env, stdout=log.open("ab"), stderr=subprocess.STDOUT, start_new_session=True
-    )
+        [*OPENLOOP, "up"], env=env, cwd=cwd, stdout=log.open("ab"), stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
     stack_file = Path(env["OPENLOOP_STATE_DIR"]) / "stack.json"
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
