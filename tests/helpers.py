@@ -82,7 +82,8 @@ async def pending_approval(
             status = await handle.query(AgentTaskWorkflow.status)
         except RPCError as err:
             # A loaded machine may answer a query late: ask again, within the same deadline.
-            if err.status != RPCStatusCode.DEADLINE_EXCEEDED or time.monotonic() > deadline:
+            late = (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)  # "Timeout expired"
+            if err.status not in late or time.monotonic() > deadline:
                 raise
             continue
         if status.pending_approval is not None:
