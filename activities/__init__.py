@@ -18,3 +18,4 @@ LiteLLM's cost map is read from the copy inside the package, never fetched at ru
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")  # nor its Anthropic headers

@@ -20,10 +20,25 @@ from workflows.errors import ErrorType
 from workflows.types import ModelCallResult, ModelUsage, ToolCall
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# LiteLLM fetches Anthropic's beta-header table from the network at call time otherwise.
+os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
 
 # Where to send OpenAI-compatible calls instead of the provider's default (a gateway, a
-# local server, or the fake provider in the tests).
+# local server, or the fake provider in the tests). Other providers read LiteLLM's own
+# variables (ANTHROPIC_API_BASE, OLLAMA_API_BASE, …), so a policy can fall back from a local
+# server to a hosted provider.
 API_BASE_ENV = "OPENLOOP_MODEL_API_BASE"
+OPENAI_COMPATIBLE = frozenset(
+    {
+        "openai",
+        "text-completion-openai",
+        "custom_openai",
+        "openai_like",
+        "hosted_vllm",
+        "lm_studio",
+        "litellm_proxy",
+    }
+)
 
 
 # LiteLLM's loggers: below WARNING they only say what our own log already says.
@@ -55,6 +70,7 @@ class ProviderCall:
     max_tokens: int
     timeout_seconds: float
     prompt_tokens_estimate: int
+    output_schema: dict[str, Any] | None = None  # a structured answer, where the model can
 
 
 def price_per_token(model: str) -> tuple[float, float] | None:
@@ -98,34 +114,124 @@ def completion_kwargs(call: ProviderCall) -> dict[str, Any]:
     }
     if call.tools:
         kwargs["tools"] = call.tools
-    if os.environ.get(API_BASE_ENV):
+    if call.output_schema is not None and supports_structured_output(call.model):
+        kwargs["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "step_output", "schema": call.output_schema},
+        }
+    if os.environ.get(API_BASE_ENV) and provider_of(call.model) in OPENAI_COMPATIBLE:
         kwargs["api_base"] = os.environ[API_BASE_ENV]
     return kwargs
 
 
+def supports_structured_output(model: str) -> bool:
+    """Whether LiteLLM's model map says `model` answers in a given JSON schema."""
+    import litellm
+
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:  # noqa: BLE001 - an unmapped model: ask in words only
+        return False
+
+
+def provider_of(model: str) -> str:
+    """LiteLLM's provider for `model` (`openai`, `anthropic`, `ollama_chat`…); the prefix when
+    LiteLLM cannot tell."""
+    import litellm
+
+    try:
+        return str(litellm.get_llm_provider(model)[1])
+    except Exception:  # noqa: BLE001 - LiteLLM raises plain errors for names it cannot place
+        return model.split("/", 1)[0]
+
+
 def result_of(call: ProviderCall, response: Any) -> ModelCallResult:
-    """The workflow's view of a provider's answer: text, tool calls, usage and its cost."""
+    """The workflow's view of a provider's answer: text, tool calls, usage and its cost.
+
+    An answer with neither text nor a tool call is not an answer: it ends `refused` (the
+    provider's refusal or content filter) or `empty`, with what the provider said of it."""
     choice = response.choices[0]
     message = choice.message
     tool_calls = [
-        ToolCall(tc.id, tc.function.name, tc.function.arguments or "{}") for tc in (message.tool_calls or [])
+        ToolCall(tc.id or f"call_{index}", tc.function.name, tc.function.arguments or "{}")
+        for index, tc in enumerate(message.tool_calls or [])
     ]
-    usage = getattr(response, "usage", None)
-    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or call.prompt_tokens_estimate)
-    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-    prices = price_per_token(call.model)
-    cost = 0.0
-    if prices is not None:
-        cost = prompt_tokens * prices[0] + completion_tokens * prices[1]
-    finish = choice.finish_reason or "stop"
+    usage = usage_of(call, getattr(response, "usage", None))
+    text = message.content or ""
+    provider_finish = str(choice.finish_reason or "")
+    refusal = refusal_of(message)
+    if tool_calls:
+        finish = "tool_calls"
+    elif provider_finish == "length":
+        finish = "length"
+    elif refusal or provider_finish == "content_filter":
+        finish = "refused"
+    elif not text.strip():
+        finish = "empty"
+    else:
+        finish = "stop"
     return ModelCallResult(
-        text=message.content or "",
+        text=text,
         tool_calls=tool_calls,
-        finish_reason="tool_calls" if tool_calls else ("length" if finish == "length" else "stop"),
-        usage=ModelUsage(call.model, prompt_tokens, completion_tokens, cost),
+        finish_reason=finish,
+        usage=usage,
         transcript_upto=0,
         max_tokens_used=call.max_tokens,
+        provider_finish=provider_finish,
+        refusal=refusal,
     )
+
+
+def refusal_of(message: Any) -> str:
+    """The refusal text a provider sent instead of an answer (OpenAI's `refusal`), if any."""
+    refusal = getattr(message, "refusal", None)
+    if not refusal:
+        refusal = (getattr(message, "provider_specific_fields", None) or {}).get("refusal")
+    return str(refusal or "")
+
+
+def usage_of(call: ProviderCall, usage: Any) -> ModelUsage:
+    """The answer's usage in every provider's terms (cached and cache-written input,
+    reasoning output), priced with LiteLLM's cost map, which prices each kind at its rate."""
+    prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or call.prompt_tokens_estimate)
+    completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+    prompt_details = getattr(usage, "prompt_tokens_details", None)
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    cached = int(getattr(prompt_details, "cached_tokens", 0) or 0)
+    cache_write = int(
+        getattr(prompt_details, "cache_creation_tokens", 0)
+        or getattr(usage, "cache_creation_input_tokens", 0)
+        or 0
+    )
+    reasoning = int(getattr(completion_details, "reasoning_tokens", 0) or 0)
+    return ModelUsage(
+        call.model,
+        prompt_tokens,
+        completion_tokens,
+        cost_of(call.model, usage, prompt_tokens, completion_tokens),
+        cached_tokens=cached,
+        cache_write_tokens=cache_write,
+        reasoning_tokens=reasoning,
+    )
+
+
+def cost_of(model: str, usage: Any, prompt_tokens: int, completion_tokens: int) -> float:
+    """USD for the answer by LiteLLM's cost map; 0.0 for a model the map does not price."""
+    import litellm
+
+    if price_per_token(model) is None:
+        return 0.0
+    try:
+        if usage is not None and getattr(usage, "prompt_tokens", None):
+            prompt_cost, completion_cost = litellm.cost_per_token(model=model, usage_object=usage)
+        else:  # no usage from the provider: the prompt as estimated, nothing for cache
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+            )
+    except Exception:  # noqa: BLE001 - a usage shape the calculator cannot read: list prices
+        input_price, output_price = price_per_token(model) or (0.0, 0.0)
+        return prompt_tokens * input_price + completion_tokens * output_price
+    return float(prompt_cost) + float(completion_cost)
 
 
 def _retry_after(exc: Exception) -> float | None:
@@ -152,13 +258,7 @@ def _retry_after(exc: Exception) -> float | None:
 
 def key_variable(model: str) -> str:
     """The environment variable holding the provider key for `model`, e.g. OPENAI_API_KEY."""
-    import litellm
-
-    try:
-        provider = litellm.get_llm_provider(model)[1]
-    except Exception:  # noqa: BLE001 - an unknown provider falls back to the model prefix
-        provider = model.split("/", 1)[0]
-    return f"{provider.upper()}_API_KEY"
+    return f"{provider_of(model).upper()}_API_KEY"
 
 
 _MISSING_KEY = re.compile(

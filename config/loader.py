@@ -19,6 +19,7 @@ import yaml
 from pydantic import ValidationError
 
 from config.agent import AgentConfig
+from config.model_names import ModelCheck, model_names
 from config.problems import AgentConfigError, ConfigProblem, Loc, expand_error, field_path
 from config.seed_form import expand
 from config.tool_grants import TOOLS_CONTEXT
@@ -41,6 +42,9 @@ __all__ = [
 # The runnable tools and the permission each needs (`activities.tools.catalog.tool_permissions`).
 # Every path a person applies an agent through passes it; None skips the tool check.
 Tools = Mapping[str, str] | None
+
+# Warnings found while loading (a model LiteLLM does not know): the caller's list to fill.
+Warnings = list[ConfigProblem] | None
 
 # The project's one YAML loader: safe, libyaml's parser when present, aliases bounded.
 _Loader = SafeLoader
@@ -123,15 +127,31 @@ def _documents(text: str, source: str) -> list[tuple[yaml.Node, Any]]:
     return documents
 
 
-def _validate(node: yaml.Node, data: Any, source: str, document: int | None, tools: Tools) -> AgentConfig:
-    return _validate_expanded(node, data, source, document, tools)[0]
+def _validate(
+    node: yaml.Node,
+    data: Any,
+    source: str,
+    document: int | None,
+    tools: Tools,
+    models: ModelCheck | None = None,
+    warnings: Warnings = None,
+) -> AgentConfig:
+    return _validate_expanded(node, data, source, document, tools, models, warnings)[0]
 
 
 def _validate_expanded(
-    node: yaml.Node, data: Any, source: str, document: int | None, tools: Tools
+    node: yaml.Node,
+    data: Any,
+    source: str,
+    document: int | None,
+    tools: Tools,
+    models: ModelCheck | None = None,
+    warnings: Warnings = None,
 ) -> tuple[AgentConfig, dict[str, Any]]:
     """The agent and its data in today's form (the seed form's shapes rewritten by
-    `config.seed_form`); every problem at the line the user wrote, group or list item."""
+    `config.seed_form`); every problem at the line the user wrote, group or list item.
+    `models` checks each model name (None skips it): its errors are problems, its warnings
+    go to `warnings`."""
     if not isinstance(data, dict):
         line = node.start_mark.line + 1
         raise AgentConfigError(
@@ -162,6 +182,17 @@ def _validate_expanded(
             found += [(expansion.original(loc), message) for loc, message in expand_error(dict(error))]
     if config is not None:
         found += [(expansion.original(loc), message) for loc, message in config.name_problems()]
+    if config is not None and models is not None:
+        for loc, name in model_names(config):
+            finding = models(name)
+            if finding is None:
+                continue
+            at = expansion.original(loc)
+            if finding.error:
+                found.append((at, finding.message))
+            elif warnings is not None:
+                line = _line_of(node, at)
+                warnings.append(ConfigProblem(source, line, field_path(at), finding.message, document))
     for loc, message in found:
         problems.append(ConfigProblem(source, _line_of(node, loc), field_path(loc), message, document))
     if problems or config is None:
@@ -171,7 +202,14 @@ def _validate_expanded(
     return config, expansion.data
 
 
-def parse_agent_documents(text: str, source: str = "<string>", *, tools: Tools = None) -> list[AgentConfig]:
+def parse_agent_documents(
+    text: str,
+    source: str = "<string>",
+    *,
+    tools: Tools = None,
+    models: ModelCheck | None = None,
+    warnings: Warnings = None,
+) -> list[AgentConfig]:
     """Every agent in `text` (documents separated by `---`); all problems reported at once."""
     documents = _documents(text, source)
     if not documents:
@@ -182,7 +220,7 @@ def parse_agent_documents(text: str, source: str = "<string>", *, tools: Tools =
     first_line: dict[tuple[str, str], int] = {}
     for number, (node, data) in enumerate(documents, start=1):
         try:
-            config = _validate(node, data, source, number if several else None, tools)
+            config = _validate(node, data, source, number if several else None, tools, models, warnings)
         except AgentConfigError as exc:
             problems += exc.problems
             continue
@@ -206,7 +244,14 @@ def parse_agent_documents(text: str, source: str = "<string>", *, tools: Tools =
     return configs
 
 
-def parse_agent(text: str, source: str = "<string>", *, tools: Tools = None) -> AgentConfig:
+def parse_agent(
+    text: str,
+    source: str = "<string>",
+    *,
+    tools: Tools = None,
+    models: ModelCheck | None = None,
+    warnings: Warnings = None,
+) -> AgentConfig:
     """Parse one agent document from YAML text; raise AgentConfigError naming `source`."""
     documents = _documents(text, source)
     if len(documents) != 1:
@@ -215,7 +260,7 @@ def parse_agent(text: str, source: str = "<string>", *, tools: Tools = None) -> 
             [ConfigProblem(source, None, "", f"expected one agent document, found {found}")]
         )
     node, data = documents[0]
-    return _validate(node, data, source, None, tools)
+    return _validate(node, data, source, None, tools, models, warnings)
 
 
 def converted_documents(path: str | Path, *, tools: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -279,16 +324,20 @@ def _read(path: Path) -> str:
         raise AgentConfigError([problem]) from None
 
 
-def load_agent_file(path: str | Path, *, tools: Tools = None) -> AgentConfig:
+def load_agent_file(
+    path: str | Path, *, tools: Tools = None, models: ModelCheck | None = None, warnings: Warnings = None
+) -> AgentConfig:
     """The one agent in a YAML file."""
     path = Path(path)
-    return parse_agent(_read(path), str(path), tools=tools)
+    return parse_agent(_read(path), str(path), tools=tools, models=models, warnings=warnings)
 
 
-def load_agent_documents(path: str | Path, *, tools: Tools = None) -> list[AgentConfig]:
+def load_agent_documents(
+    path: str | Path, *, tools: Tools = None, models: ModelCheck | None = None, warnings: Warnings = None
+) -> list[AgentConfig]:
     """Every agent in a YAML file that may hold several documents separated by `---`."""
     path = Path(path)
-    return parse_agent_documents(_read(path), str(path), tools=tools)
+    return parse_agent_documents(_read(path), str(path), tools=tools, models=models, warnings=warnings)
 
 
 EXAMPLES_DIR = Path(__file__).parent / "agents"

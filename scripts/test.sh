@@ -9,7 +9,7 @@
 # Further arguments go to pytest (a path, -k EXPR, -n 1 for one worker).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export LITELLM_LOCAL_MODEL_COST_MAP=True
+export LITELLM_LOCAL_MODEL_COST_MAP=True LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS=True
 fast=0
 if [ "${1:-}" = "--fast" ]; then
     fast=1

@@ -272,6 +272,7 @@ def main() -> int:
         stream=sys.stderr,
     )
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # never fetched at run time
+    os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
     try:
         settings = settings_from_env()
         options = RunOptions.from_env()

@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.markup import escape
 from temporalio.client import Client
 
+from activities.model_names import check_model_name
 from activities.store.agents import apply_agent, list_agents
 from activities.store.db import apply_migrations_async, close_pools, get_pool
 from activities.store.skills import apply_skill
@@ -92,7 +93,10 @@ async def apply_examples_on_first_run(database_url: str) -> list[str]:
         return []
     applied = []
     for path in await asyncio.to_thread(lambda: sorted(Path(EXAMPLES_DIR).glob("*.yaml"))):
-        config = load_agent_file(path, tools=tool_permissions())
+        # The model check imports LiteLLM (seconds) the first time a name needs it.
+        config = await asyncio.to_thread(
+            load_agent_file, path, tools=tool_permissions(), models=check_model_name
+        )
         for skill in await asyncio.to_thread(load_skills, SKILLS_DIR, config.spec.skills):
             await apply_skill(pool, skill, applied_by="openloop up")  # before the agent naming it
         stored, _ = await apply_agent(pool, config, source=str(path), applied_by="openloop up")

@@ -24,7 +24,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.code_types import WorkspaceState
     from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait
-    from workflows.outcomes import final_text, next_action
+    from workflows.outcomes import NO_ANSWER, final_text, next_action, no_answer_reason
     from workflows.tool_catalog import ToolSet
     from workflows.types import (
         DECIDE_UPDATE,
@@ -220,6 +220,8 @@ class AgentTaskWorkflow:
                     continue
             self.continuations = 0
             if not result.tool_calls:
+                if result.finish_reason in NO_ANSWER and not (self.reply + result.text).strip():
+                    raise TaskStop(TaskStatus.ERROR, no_answer_reason(result))
                 self.reply += result.text
                 if result.text.rstrip().endswith("?") and await self.waits.answer_to(result.text):
                     self.reply = ""

@@ -22,6 +22,7 @@ class Conversation:
         self.summary_upto = summary_upto
         self.pending = pending
         self.last_prompt_tokens = 0
+        self.last_context_window = 0  # of the model that answered last (0: not known)
 
     def add(self, role: str, content: str) -> None:
         self.pending.append(ChatMessage(role, content))
@@ -44,5 +45,7 @@ class Conversation:
         self.upto = result.transcript_upto
 
     def needs_compaction(self, context_window: int | None) -> bool:
-        window = context_window or DEFAULT_CONTEXT_WINDOW
+        """The policy's window when it sets one, else the window of the model that answered
+        last (after a fallback, a smaller one), else the default."""
+        window = context_window or self.last_context_window or DEFAULT_CONTEXT_WINDOW
         return self.last_prompt_tokens > COMPACT_AT_SHARE * window

@@ -55,6 +55,7 @@ from workflows.task_tree import (
     lineage,
     offered,
     teammate_input,
+    with_mcp_narrowed,
 )
 from workflows.tools import with_skills
 from workflows.usage_meter import UsageMeter
@@ -279,6 +280,8 @@ class Delegation:
         if asked is not None:
             parent_tools = [spec for spec in parent_tools if spec.name in asked]
         agent = carved_agent(self.inp.agent, usd, max(tokens, 1))
+        if profile is not None or asked is not None:
+            agent = with_mcp_narrowed(agent, parent_tools)
         spec = agent.spec.model_copy(update={"subagents": depth})
         if profile is not None and profile.instructions:
             spec = spec.model_copy(update={"instructions": f"{profile.instructions}\n\n{spec.instructions}"})

@@ -23,9 +23,12 @@ from workflows.tool_call_types import (
 @dataclass
 class ModelUsage:
     model: str
-    prompt_tokens: int
-    completion_tokens: int
+    prompt_tokens: int  # every input token, cached ones included
+    completion_tokens: int  # every output token, reasoning ones included
     cost_usd: float
+    cached_tokens: int = 0  # input read from the provider's prompt cache (priced lower)
+    cache_write_tokens: int = 0  # input written to it (priced higher, by some providers)
+    reasoning_tokens: int = 0  # output the model thought with and did not show
 
 
 @dataclass
@@ -175,7 +178,7 @@ class ModelCallInput(BaseModel):
 class ModelCallResult:
     text: str
     tool_calls: list[ToolCall]
-    finish_reason: str  # stop | tool_calls | length | budget
+    finish_reason: str  # stop | tool_calls | length | budget | refused | empty
     usage: ModelUsage
     transcript_upto: int
     max_tokens_used: int
@@ -184,3 +187,8 @@ class ModelCallResult:
     refused_resumable: bool = True  # False: an extension of the task's budget cannot help
     tool_results: list[ToolCallResult] = field(default_factory=list)  # of the folded calls, in order
     streamed_ts: str | None = None  # the Slack message the answer was streamed into, if any
+    # What the provider said of an answer with nothing in it: its own finish reason
+    # (`content_filter`, `end_turn`…) and any refusal text.
+    provider_finish: str = ""
+    refusal: str = ""
+    context_window: int = 0  # the prompt tokens the answering model takes (0: not known)

@@ -88,6 +88,7 @@ class ModelCaller:
             context_window=policy.context_window,
             context=self.inp.context,
             memory=self.tools.memory,
+            output_schema=self.inp.output_schema,
         )
 
     async def enforce_ceilings(self, started_at_iso: str, *, answered: bool) -> str | None:
@@ -140,6 +141,7 @@ class ModelCaller:
         self.record.last_action = f"asking the model (step {self.record.step})"
         result = await self._execute(purpose, tool_names)
         self.conversation.last_prompt_tokens = result.usage.prompt_tokens
+        self.conversation.last_context_window = result.context_window or self.conversation.last_context_window
         self.record.last_model = result.usage.model or self.record.last_model
         self.meter.charge(result.usage, iteration=purpose == STEP)
         self.record.record(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workflows.types import TaskStatus
+from workflows.types import ModelCallResult, TaskStatus
 
 NEXT_ACTION: dict[TaskStatus, str] = {
     TaskStatus.SUCCESS: "Nothing to do; follow up in the same thread to continue.",
@@ -114,3 +114,22 @@ def final_text(parts: list[str], status: TaskStatus, reason: str) -> str:
     if status == TaskStatus.SUCCESS:
         return text
     return (text + "\n\n" if text else "") + status_line(status, reason)
+
+
+# A model's turn that ended with neither text nor a tool call (`ModelCallResult.finish_reason`).
+NO_ANSWER = frozenset({"refused", "empty"})
+
+
+def no_answer_reason(result: ModelCallResult) -> str:
+    """Why a task stopped on an answer with nothing in it, in the provider's own terms."""
+    said = f" (finish reason {result.provider_finish!r})" if result.provider_finish else ""
+    if result.finish_reason == "refused":
+        refusal = f": {result.refusal.strip()[:300]}" if result.refusal.strip() else ""
+        return (
+            f"{result.usage.model} refused to answer{said}{refusal}; rephrase the request, or route "
+            "such tasks to another model in spec.model_policy"
+        )
+    return (
+        f"{result.usage.model} ended its turn with no answer and no tool call{said}; ask again, "
+        "or route such tasks to another model in spec.model_policy"
+    )

@@ -17,7 +17,7 @@ from typing import Any
 
 from workflows.playbook_types import FieldKind, TypedField
 
-__all__ = ["OutputInvalid", "output_demand", "parse_output", "retry_request"]
+__all__ = ["OutputInvalid", "output_demand", "output_schema", "parse_output", "retry_request"]
 
 # How far back from the end a JSON object may start: an answer's trailing object, not a
 # document quoted in the middle of it.
@@ -44,6 +44,32 @@ def output_demand(fields: Sequence[TypedField]) -> str:
         "Write whatever you want to say before the object; the object itself is read by a program.",
     ]
     return "\n".join(lines)
+
+
+_JSON_TYPES: dict[FieldKind, dict[str, Any]] = {
+    FieldKind.STR: {"type": "string"},
+    FieldKind.INT: {"type": "integer"},
+    FieldKind.FLOAT: {"type": "number"},
+    FieldKind.BOOL: {"type": "boolean"},
+    FieldKind.LIST_STR: {"type": "array", "items": {"type": "string"}},
+}
+
+
+def output_schema(fields: Sequence[TypedField]) -> dict[str, Any]:
+    """The declared output as a JSON schema: what a provider's structured-output mode is asked
+    for (the answer is still checked by `parse_output`, whatever the provider did)."""
+    properties = {
+        field.name: {"type": "string", "enum": list(field.choices)}
+        if field.kind is FieldKind.ENUM
+        else dict(_JSON_TYPES[field.kind])
+        for field in fields
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": [field.name for field in fields if not field.optional],
+        "additionalProperties": False,
+    }
 
 
 def retry_request(request: str, answer: str, problem: str) -> str:

@@ -33,7 +33,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.delegate_tool import TeammateStart
     from workflows.playbook_calls import AgentLookup, PlaybookActivity
-    from workflows.playbook_output import OutputInvalid, output_demand, parse_output, retry_request
+    from workflows.playbook_output import (
+        OutputInvalid,
+        output_demand,
+        output_schema,
+        parse_output,
+        retry_request,
+    )
     from workflows.playbook_template import fill
     from workflows.playbook_types import PlaybookRunInput, PlaybookStep, StepRun, StepStatus
     from workflows.task_basics import WORKFLOW_NAME, BudgetUsage, SurfaceContext, TaskStatus
@@ -129,6 +135,7 @@ class StepRunner:
             tools=found.tools,
             skills=found.skills,
             parent=self.run_id,
+            output_schema=output_schema(step.output) if step.output else None,
         )
         state.task_id = task_id
         attributes = TypedSearchAttributes(

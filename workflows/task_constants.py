@@ -5,6 +5,7 @@ each call's history."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from workflows.task_basics import SurfaceContext
 from workflows.tool_call_types import MemoryScopeRef
@@ -33,6 +34,7 @@ class TaskConstants:
     context_window: int | None = None
     context: SurfaceContext | None = None  # where folded tool calls act
     memory: MemoryScopeRef | None = None  # the memory scope folded tool calls read
+    output_schema: dict[str, Any] | None = None  # the structured output a playbook step asks
 
 
 @dataclass

@@ -93,6 +93,22 @@ def past_depth(check: ToolCheck, inp: TaskInput, tool: str, had: list[str]) -> T
     return ToolCheck(False, None, check.arguments, depth_refusal(inp, tool), "not_allowed")
 
 
+def with_mcp_narrowed(agent: AgentConfig, tools: list[ToolSpec]) -> AgentConfig:
+    """The agent with each MCP server allowed exactly its tools in `tools` (a subagent's,
+    narrowed by its profile or the call): the child lists its servers itself at its start,
+    and must not get back what the narrowing took away. A server left with none is dropped."""
+    allowed: dict[str, list[str]] = {}
+    for spec in tools:
+        if spec.mcp_server is not None:
+            allowed.setdefault(spec.mcp_server, []).append(spec.name.split(".", 1)[1])
+    servers = [
+        server.model_copy(update={"allow": allowed[server.name]})
+        for server in agent.spec.mcp_servers
+        if server.name in allowed
+    ]
+    return agent.model_copy(update={"spec": agent.spec.model_copy(update={"mcp_servers": servers})})
+
+
 def carved_agent(agent: AgentConfig, usd: float, tokens: int) -> AgentConfig:
     """The agent with a child's slice of the budget as its per-task ceiling."""
     spec = agent.spec

@@ -10,6 +10,7 @@ compatibly: add fields with defaults, never rename or remove one that has been r
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from config.agent import AgentConfig
 from workflows.code_types import WorkspaceState
@@ -159,6 +160,9 @@ class TaskInput:
     # The agents of the tasks above this one, the root's first (a subagent repeats its
     # parent's): no agent is asked by a task below it, and the tree's depth is its length.
     ancestors: list[str] = field(default_factory=list)
+    # A playbook step's declared output as a JSON schema: asked of the model in the
+    # provider's structured-output mode where it has one.
+    output_schema: dict[str, Any] | None = None
 
 
 @dataclass

@@ -110,7 +110,10 @@ async def ask(
     async with budget_hold(inp, model, prompt_tokens, max_tokens, prices) as hold:
         if hold.refused is not None:
             return refused(model, hold.refused, resumable=False)
-        call = ProviderCall(model, messages, tools, hold.max_tokens, inp.timeout_seconds, prompt_tokens)
+        schema = inp.task.output_schema if inp.purpose != "summary" else None
+        call = ProviderCall(
+            model, messages, tools, hold.max_tokens, inp.timeout_seconds, prompt_tokens, schema
+        )
         result = await (call_provider(call) if sink is None else call_provider_streaming(call, sink))
         hold.charge(result.usage.cost_usd)
     return result

@@ -25,7 +25,7 @@ from typing import Any
 from psycopg_pool import AsyncConnectionPool
 from temporalio import activity
 
-from activities.llm.ask import ask_with_fallbacks
+from activities.llm.ask import ask_with_fallbacks, context_window
 from activities.llm.streamed import AnswerSink
 from activities.llm.transcript_step import PreparedCall, prepare_call, record_answer
 from activities.runtime import runtime
@@ -50,6 +50,7 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
     if prepared.cached is not None:
         if inp.stream is not None:  # an earlier attempt streamed it: the closing reply edits that
             prepared.cached.streamed_ts = await streaming.streamed_before(pool, inp.task_id, inp.step)
+        prepared.cached.context_window = context_window(inp, prepared.cached.usage.model)
         return prepared.cached
     attempt = activity.info().attempt if inp.stream is not None else 1  # only a streamed answer asks
     sink = await streaming.answer_stream(rt.settings, pool, inp, prepared.messages, attempt)
@@ -61,13 +62,16 @@ async def call_model(inp: ModelCallInput) -> ModelCallResult:
             await _take_back(sink)
             raise
     if sink is not None:
-        if result.tool_calls or result.finish_reason == "budget":
+        if result.tool_calls or result.finish_reason in ("budget", "refused", "empty"):
             await sink.discard()
         else:
             result.streamed_ts = await sink.finish()
     if shown is not None:
         await shown
     result.tool_results = prepared.tool_results
+    # The window of the model that answered (after a fallback, maybe a smaller one), so the
+    # workflow compacts the conversation in time for it.
+    result.context_window = context_window(inp, result.usage.model)
     if result.finish_reason == "budget":
         # Nothing was asked: store no answer (nor a summary instruction), so the call that
         # resumes sends a clean prompt; later appends overwrite anything past this seq.

@@ -149,6 +149,8 @@ async def record_answer(
         "_step": inp.step,
         "_usage": asdict(result.usage),
         "_finish_reason": result.finish_reason,
+        "_provider_finish": result.provider_finish,
+        "_refusal": result.refusal,
         "_offline": result.offline,
         "_max_tokens": result.max_tokens_used,
     }
@@ -169,6 +171,9 @@ async def record_answer(
                 prompt_tokens=result.usage.prompt_tokens,
                 completion_tokens=result.usage.completion_tokens,
                 cost_usd=result.usage.cost_usd,
+                cached_tokens=result.usage.cached_tokens,
+                cache_write_tokens=result.usage.cache_write_tokens,
+                reasoning_tokens=result.usage.reasoning_tokens,
             ),
         )
 
@@ -182,4 +187,6 @@ def _result_from_stored(message: dict[str, Any], seq: int) -> ModelCallResult:
         transcript_upto=seq,
         max_tokens_used=int(message.get("_max_tokens", 0)),
         offline=bool(message.get("_offline")),
+        provider_finish=message.get("_provider_finish", ""),
+        refusal=message.get("_refusal", ""),
     )

@@ -1,21 +1,32 @@
-"""The offline model as a playbook step: it reads what it can, then answers in the declared shape.
+"""The offline model as a playbook step: it reads what it can, then answers in the declared shape,
+and never answers what it cannot know.
 
 A playbook step's request ends with the output it demands (`workflows.playbook_output.
 output_demand`): one JSON object with named, typed fields. Without a provider key the shipped
-example playbooks would otherwise fail at their first step, so the stand-in answers them:
+example playbooks run on this stand-in:
 
 - a step that names a failed CI run and asks to read its logs reads them first
   (`github.list_failed_runs`, then `github.get_job_log` of the run's first failed job);
 - a step that asks for a fix, given the coding tools, runs `activities.offline.coding`
   (the demo project's bug: workspace, tests, edit, draft pull request) and reports;
-- then it answers, ending with the object: a field named like a value the request carries
-  (`repo` beside `{{ event.repo }}`) takes that value; an enum takes the choice the data it
-  read points to (its own word, or a common sign of it: `assert` for `real`, `timeout` for
-  `flaky`; in a log's failure lines when it read one), else one picked by a stable hash of
-  the request; a `*_url` the matching link it saw (`/pull/` for `pull_request_url`), or
-  nothing when the field is optional; other strings its coding report, the failure lines it
-  read, or the gist of the instructions; numbers 0, booleans false (it scanned, counted and
-  posted nothing).
+- then it answers, ending with the object. A field gets a value only when the stand-in can
+  derive it from what it was given or did:
+  - any kind: the value the request carries for a field of that name (`repo` beside
+    `{{ event.repo }}`), when it is of the field's kind and not an upstream step's `UNKNOWN`;
+  - an enum: the one choice the failure lines of a log it read point to (its own word, or a
+    common sign of it: `assert` for `real`, `timeout` for `flaky`);
+  - a `*_url`: the matching link it saw (`/pull/` for `pull_request_url`);
+  - other text (not an identifier such as `*_id`, `sha`, `branch`): its coding report, else
+    the failure lines it read;
+  - a list of strings named for failures, errors, tests or lines: the failure lines it read;
+  - a boolean named for an action it would have taken (`posted`, `opened`): false when it
+    made no write at all in the step;
+  - a number: only a carried one; it counts nothing it did not see.
+  Every other field is unknown: left out of the object (an optional field stays absent; a
+  required one then fails the step's check, `'critical' is missing`), except a required text,
+  which says `UNKNOWN`, and an enum that offers an `unknown`-like choice, which takes it.
+  The answer starts with `LABEL` and names its unknown fields on an `UNKNOWN_LINE` line;
+  `offline_unknowns` reads them back for the run's story (`openloop playbooks show`).
 
 Beyond the coding skill's pull request (which a person approves), it opens no issue and posts
 nothing on a step's behalf: it cannot judge whether it should.
@@ -25,7 +36,6 @@ untrusted-data blocks, values from the blocks and from its own tool results.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -35,6 +45,7 @@ from activities.offline import reading
 from activities.offline.coding import coding_step, history
 from activities.offline.reading import LABEL, OfflineReply
 from workflows.playbook_output import output_demand
+from workflows.playbook_template import MISSING
 from workflows.playbook_types import FieldKind
 from workflows.untrusted import TAG
 
@@ -58,6 +69,22 @@ _SIGNS = {
 }
 GIST_CHARS = 240
 _KINDS = {kind.value: kind for kind in FieldKind}
+# A required text it cannot know says so; the run's story lists it among the unknown fields.
+UNKNOWN = "unknown (answered offline: no model provider to find this out)"
+# The answer's line naming the fields it could not know, read back by `offline_unknowns`.
+UNKNOWN_LINE = "Unknown offline:"
+# Enum choices that say "not known" in so many words: an honest answer to an enum it cannot know.
+_UNKNOWN_CHOICES = ("unknown", "unsure", "undetermined", "undecided", "inconclusive")
+# Text fields naming one thing (a repository, a commit, an id): a value it read is no answer.
+_IDENTIFIERS = {"id", "sha", "repo", "branch", "name", "version", "path", "package", "email",
+                "user", "owner", "channel", "tag", "commit", "ref", "url", "link"}  # fmt: skip
+# Booleans saying whether it took an action: it knows it took none when it wrote nothing.
+_ACTIONS = {"posted", "opened", "created", "filed", "sent", "commented", "notified", "announced",
+            "published", "merged", "pushed", "deployed", "closed", "labeled", "assigned",
+            "replied", "approved", "released"}  # fmt: skip
+# Lists of strings the failure lines of a log it read answer.
+_FAILURE_LISTS = ("fail", "error", "test", "line", "log", "cause", "evidence")
+_READS = (LIST_RUNS, JOB_LOG)
 
 
 @dataclass(frozen=True)
@@ -108,14 +135,58 @@ def playbook_step(
         return coding
     report = coding.text.removeprefix(LABEL).strip() if coding is not None else ""
     results = [str(m.get("content") or "") for m in messages if m["role"] == "tool"]
-    answer = _Answer(request, cues, values, results, report)
-    output = {f.name: v for f in fields if (v := answer.value(f)) is not None}
+    wrote = any(done.tool not in _READS for done in history(messages))
+    answer = _Answer(values, results, report, wrote)
+    output: dict[str, Any] = {}
+    unknown: list[str] = []
+    for field in fields:
+        value, known = answer.value(field)
+        if value is not None:
+            output[field.name] = value
+        if not known:
+            unknown.append(field.name)
     read_nothing = "" if results else " I had nothing to read for it, so I did not do it."
-    said = report or "\n".join(
-        [f"{LABEL} I answer this playbook step by simple cues, from what I read.{read_nothing}"]
-        + answer.failure_lines()[:4]
+    said = [
+        f"{LABEL} {report}"
+        if report
+        else f"{LABEL} I answer this playbook step by simple cues, from what I read.{read_nothing}",
+        *([] if report else answer.failure_lines()[:4]),
+    ]
+    if unknown:
+        said.append(unknown_line(unknown, fields, output))
+    return OfflineReply("\n".join(said) + f"\n\n{json.dumps(output, ensure_ascii=False)}", [])
+
+
+def unknown_line(unknown: list[str], fields: list[Demanded], output: dict[str, Any]) -> str:
+    """The answer's line naming the fields it could not know, and what it put for them."""
+    marked = [name for name in unknown if name in output]
+    left_out = [name for name in unknown if name not in output]
+    missing = [f.name for f in fields if f.name in left_out and not f.optional]
+    how = [
+        *([f"{_and(marked)} {'says' if len(marked) == 1 else 'say'} unknown"] if marked else []),
+        *([f"{_and(left_out)} {'is' if len(left_out) == 1 else 'are'} left out"] if left_out else []),
+    ]
+    cannot = f", and the step cannot be complete without {_and(missing)}" if missing else ""
+    return (
+        f"{UNKNOWN_LINE} {', '.join(unknown)}. (Without a model provider I cannot find "
+        f"{'it' if len(unknown) == 1 else 'them'} out: {'; '.join(how)}{cannot}.)"
     )
-    return OfflineReply(f"{said}\n\n{json.dumps(output, ensure_ascii=False)}", [])
+
+
+def _and(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def offline_unknowns(answer: str) -> list[str] | None:
+    """The fields a step's answer says the offline model could not know ([] when it knew every
+    one), None when the answer is not the offline model's."""
+    if not answer.startswith(LABEL):
+        return None
+    for line in answer.splitlines():
+        if line.startswith(UNKNOWN_LINE):
+            names = line.removeprefix(UNKNOWN_LINE).split(". (", 1)[0]
+            return [name.strip() for name in names.split(",") if name.strip()]
+    return []
 
 
 def _read_ci(
@@ -155,26 +226,43 @@ def _value(values: dict[str, str], name: str) -> str | None:
 
 @dataclass
 class _Answer:
-    request: str
-    cues: str
     values: dict[str, str]
     results: list[str]
     report: str
+    wrote: bool  # it made a call other than a read (the coding skill's)
 
-    def value(self, field: Demanded) -> Any:
-        carried = _value(self.values, field.name)
-        if field.kind is FieldKind.ENUM:
-            return carried if carried in field.choices else self._choice(field.choices)
-        if field.kind in (FieldKind.INT, FieldKind.FLOAT):
-            return 0 if field.kind is FieldKind.INT else 0.0
-        if field.kind is FieldKind.BOOL:
-            return False
-        if field.kind is FieldKind.LIST_STR:
-            return self.failure_lines()[:5]
+    def value(self, field: Demanded) -> tuple[Any, bool]:
+        """The field's value (None: left out) and whether the value is known, not a marker."""
+        carried = _carried(field, _value(self.values, field.name))
         if carried is not None:
-            return carried
-        if field.name.endswith("url"):
+            return carried, True
+        known = self._derived(field)
+        if known is not None:
+            return known, True
+        if field.optional:
+            return None, False
+        if field.kind is FieldKind.STR:
+            return UNKNOWN, False
+        if field.kind is FieldKind.ENUM:
+            return next((c for c in field.choices if c.lower() in _UNKNOWN_CHOICES), None), False
+        return None, False  # a number, a boolean or a list it cannot know: no value stands in
+
+    def _derived(self, field: Demanded) -> Any:
+        """What it read or did says of the field, None when nothing does."""
+        words = set(field.name.lower().split("_"))
+        if field.kind is FieldKind.ENUM:
+            return self._choice(field.choices)
+        if field.kind is FieldKind.BOOL:
+            return False if words & _ACTIONS and not self.wrote else None
+        if field.kind is FieldKind.LIST_STR:
+            named = any(hint in field.name.lower() for hint in _FAILURE_LISTS)
+            return (self.failure_lines()[:5] or None) if named else None
+        if field.kind is not FieldKind.STR:
+            return None  # a number: it counted nothing
+        if words & {"url", "link"}:
             return self._link(field)
+        if words & _IDENTIFIERS:
+            return None
         return self._gist()
 
     def failure_lines(self) -> list[str]:
@@ -191,39 +279,56 @@ class _Answer:
         return lines
 
     def _choice(self, choices: tuple[str, ...]) -> str | None:
-        if not choices:
+        """The one choice the failure lines of a log it read point to; None when it read none, no
+        choice is named, or two are named as often."""
+        evidence = "\n".join(self.failure_lines()).lower()
+        if not choices or not evidence:
             return None
-        # The failure lines when a log was read (a runs list says "failed" of every run), else all.
-        evidence = "\n".join(self.failure_lines() or [*self.results, *self.values.values()]).lower()
 
         def score(choice: str) -> int:
             words = (choice.lower(), *_SIGNS.get(choice.lower(), ()))
             return sum(len(re.findall(rf"\b{re.escape(word)}", evidence)) for word in words)
 
         scores = [score(choice) for choice in choices]
-        if max(scores) > 0:
-            return choices[scores.index(max(scores))]
-        digest = hashlib.sha256(self.request.encode()).digest()
-        return choices[digest[0] % len(choices)]
+        best = max(scores)
+        return choices[scores.index(best)] if best > 0 and scores.count(best) == 1 else None
 
     def _link(self, field: Demanded) -> str | None:
         seen = _URL.findall("\n".join([*self.results, self.report]))
         kind = field.name.split("_", 1)[0]
         matching = [url.rstrip(".,") for url in seen if f"/{kind}" in url]
-        if matching:
-            return matching[-1]
-        return None if field.optional else (seen[-1].rstrip(".,") if seen else "")
+        return matching[-1] if matching else None
 
-    def _gist(self) -> str:
+    def _gist(self) -> str | None:
         if self.report:  # what it fixed, and what became of the pull request
             lines = [line.strip() for line in self.report.splitlines() if line.strip()]
             return _cut(" ".join(lines[:1] + lines[1:][-1:]))
         failures = self.failure_lines()
-        if failures:
-            return _cut("; ".join(failures))
-        body = self.request.split(DEMAND, 1)[0].split("\n\n", 1)[-1]
-        filled = _BLOCK.sub(lambda block: block.group(2).strip()[:80], body)
-        return _cut("Not done offline (no model provider): " + " ".join(filled.split()))
+        return _cut("; ".join(failures)) if failures else None
+
+
+def _carried(field: Demanded, carried: str | None) -> Any:
+    """The value the request carries for the field, when it is of the field's kind (a block holds
+    text: a number, a boolean or a list as JSON)."""
+    if carried is None or carried in (MISSING, UNKNOWN):  # left out, or unknown upstream
+        return None
+    if field.kind is FieldKind.STR:
+        return carried
+    if field.kind is FieldKind.ENUM:
+        return carried if carried in field.choices else None
+    try:
+        value = json.loads(carried)
+    except ValueError:
+        return None
+    if field.kind is FieldKind.INT:
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    if field.kind is FieldKind.FLOAT:
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+    if field.kind is FieldKind.BOOL:
+        return value if isinstance(value, bool) else None
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    return None
 
 
 def _cut(text: str) -> str:

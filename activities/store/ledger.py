@@ -47,6 +47,9 @@ class UsageRow:
     completion_tokens: int
     cost_usd: float
     key: str = ""
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
+    cache_write_tokens: int = 0  # of prompt_tokens, written to it
+    reasoning_tokens: int = 0  # of completion_tokens
     task_kind: str = ""
     created_at: datetime | None = None  # None: the database's now()
 
@@ -55,8 +58,9 @@ async def write_usage(conn: AsyncConnection[Any], row: UsageRow) -> bool:
     """Insert the usage row; False when a row with the same (task_id, key) already exists."""
     cursor = await conn.execute(
         "INSERT INTO usage_ledger (task_id, key, step, workspace, agent, channel, surface,"
-        " task_kind, model, prompt_tokens, completion_tokens, cost_usd, created_at)"
-        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s, now()))"
+        " task_kind, model, prompt_tokens, completion_tokens, cost_usd, cached_tokens,"
+        " cache_write_tokens, reasoning_tokens, created_at)"
+        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, COALESCE(%s, now()))"
         " ON CONFLICT (task_id, key) DO NOTHING RETURNING id",
         (
             row.task_id,
@@ -71,6 +75,9 @@ async def write_usage(conn: AsyncConnection[Any], row: UsageRow) -> bool:
             row.prompt_tokens,
             row.completion_tokens,
             row.cost_usd,
+            row.cached_tokens,
+            row.cache_write_tokens,
+            row.reasoning_tokens,
             row.created_at,
         ),
     )

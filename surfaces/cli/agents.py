@@ -21,6 +21,7 @@ from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
+from activities.model_names import check_model_name
 from activities.store.agents import (
     BindingConflict,
     StoredAgent,
@@ -83,8 +84,12 @@ def _load_all(files: list[Path]) -> tuple[list[tuple[Path, list[AgentConfig]]], 
     seen: dict[tuple[str, str], Path] = {}
     all_good = True
     for path in _expand(files):
+        # A model LiteLLM does not know: a bad provider is a problem, an unmapped model a warning.
+        warnings: list[ConfigProblem] = []
         try:
-            configs = load_agent_documents(path, tools=tool_permissions())
+            configs = load_agent_documents(
+                path, tools=tool_permissions(), models=check_model_name, warnings=warnings
+            )
         except AgentConfigError as exc:
             problems = exc.problems
             configs = []
@@ -108,9 +113,11 @@ def _load_all(files: list[Path]) -> tuple[list[tuple[Path, list[AgentConfig]]], 
             console.print(f"[red]✗[/red] {escape(str(path))}: {count}", soft_wrap=True)
             for problem in problems:
                 console.print(f"  {escape(str(problem))}", soft_wrap=True)
+            _print_warnings(console, warnings)
             continue
         names = ", ".join(f"{c.name} ({c.workspace})" for c in configs)
         console.print(f"[green]✓[/green] {escape(str(path))}: OK: {escape(names)}", soft_wrap=True)
+        _print_warnings(console, warnings)
         for config in configs:
             for warning in unguarded_writes(config):
                 console.print(
@@ -118,6 +125,11 @@ def _load_all(files: list[Path]) -> tuple[list[tuple[Path, list[AgentConfig]]], 
                 )
         loaded.append((path, configs))
     return loaded, all_good
+
+
+def _print_warnings(console: Console, warnings: list[ConfigProblem]) -> None:
+    for warning in warnings:
+        console.print(f"  [yellow]warning[/yellow] {escape(str(warning))}", soft_wrap=True)
 
 
 def _who() -> str:

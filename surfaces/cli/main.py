@@ -84,6 +84,7 @@ CLIENT_COMMANDS = {
 
 def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
     if len(sys.argv) < 2 or sys.argv[1] not in CLIENT_COMMANDS:
         app()
         return

@@ -26,6 +26,7 @@ from rich.markup import escape
 from temporalio.client import Client, ScheduleBackfill, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 
+from activities.offline.playbook import offline_unknowns
 from activities.playbooks.apply import apply_playbooks
 from activities.playbooks.schedules import DEFAULT_OVERLAP, OVERLAP_POLICIES, schedule_gone, schedule_id
 from activities.store import playbooks as playbook_rows
@@ -160,13 +161,15 @@ def runs_command(
     for run in runs:  # the id whole on its own line, to copy into `show` or `explain`
         record = run.record
         done = sum(step.status is StepStatus.SUCCEEDED for step in record.steps)
+        offline = sum(offline_unknowns(step.answer) is not None for step in record.steps)
         colour = COLOURS.get(record.status.value, "white")
         started = run.started_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         console.print(f"[bold]{escape(record.run_id)}[/bold]")
         console.print(
             f"  {escape(record.playbook)} v{record.version} · [{colour}]{record.status.value}[/] · "
             f"on {escape(record.event_name)} · {done}/{len(record.steps)} steps · "
-            f"${record.cost_usd:.4f} · {started}"
+            + (f"[yellow]{offline} answered offline[/] · " if offline else "")
+            + f"${record.cost_usd:.4f} · {started}"
         )
     console.print("[dim]one run's steps: openloop playbooks show RUN (or openloop explain RUN)[/dim]")
 

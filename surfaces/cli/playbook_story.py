@@ -5,7 +5,9 @@ record (event, steps, outputs, costs, reasons; a running run's steps from its `p
 query) with each step's task read the way `openloop tasks show` reads a task: from its
 history, with its own children (`surfaces.cli.task_tree`), and, while it runs, from the task
 itself (what it waits for, who can move it on). Drawn as a tree in the steps' running order:
-the run, each step with its status, cost, output and reason, and under it its task.
+the run, each step with its status, cost, output and reason, and under it its task. A step the
+offline model answered (no provider key) says so, with the fields it could not know, and so do
+the run's reason and, when one made it fail, what to do next.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rich.tree import Tree
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
+from activities.offline.playbook import offline_unknowns
 from activities.store import playbooks as playbook_rows
 from surfaces.cli.task_tree import TaskNode, draw_tree, load_tree
 from surfaces.cli.terminal import commands
@@ -39,6 +42,7 @@ __all__ = [
     "StepTask",
     "draw_run",
     "find_run_story",
+    "offline_note",
     "print_explained",
     "progress",
     "read_run_story",
@@ -95,8 +99,37 @@ async def _step_task(client: Client, step: StepRun) -> StepTask:
     return StepTask(step, node, doing, action)
 
 
+def offline_note(step: StepRun) -> str:
+    """What a step the offline model answered says of itself: "" when it answered no such step."""
+    unknown = offline_unknowns(step.answer)
+    if unknown is None:
+        return ""
+    said = "answered by the offline model (no model provider)"
+    if not unknown:
+        return f"{said}, from what it read or was given"
+    return f"{said}, which could not know {', '.join(unknown)}"
+
+
 def _now(record: RunRecord, steps: list[StepTask]) -> tuple[str, str]:
     """Why the run is where it is, and what would move it on."""
+    reason, action = _where(record, steps)
+    if record.status is PlaybookRunStatus.RUNNING:
+        return reason, action
+    failed = next((s.step for s in steps if s.step.status is StepStatus.FAILED), None)
+    unknown = offline_unknowns(failed.answer) if failed is not None else None
+    if unknown:  # a field only a model with a provider could fill may be why it failed
+        return (
+            f"{reason} (answered offline: the offline model cannot know {', '.join(unknown)})",
+            "Give the step's agent a model with a provider key (`openloop doctor` says which key "
+            "is missing), then send the event again or trigger the schedule.",
+        )
+    offline = [s.step.name for s in steps if offline_unknowns(s.step.answer) is not None]
+    if offline:
+        reason += f" (answered offline: {', '.join(offline)})"
+    return reason, action
+
+
+def _where(record: RunRecord, steps: list[StepTask]) -> tuple[str, str]:
     if record.status is PlaybookRunStatus.RUNNING:
         waiting = next((s for s in steps if s.doing), None)
         if waiting is not None:
@@ -163,6 +196,7 @@ def draw_run(story: RunStory) -> Tree:
             f"{number}. [bold]{escape(step.name)}[/bold]  {_status(step.status.value)} · "
             f"${step.cost_usd:.4f} · {step.tokens} tokens"
             + (f" · {step.attempts} answer(s) did not validate" if step.attempts else "")
+            + (" · [yellow]answered offline[/]" if offline_unknowns(step.answer) is not None else "")
         )
         if item.task is not None:
             _draw_task(item.task, branch)
@@ -174,6 +208,9 @@ def draw_run(story: RunStory) -> Tree:
             branch.add(f"output  {escape(json.dumps(step.output, ensure_ascii=False))}")
         if step.reason:
             branch.add(f"reason  {escape(step.reason)}")
+        note = offline_note(step)
+        if note:
+            branch.add(f"offline {escape(note)}")
     return tree
 
 

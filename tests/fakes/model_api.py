@@ -1,16 +1,21 @@
-"""A local stand-in for an OpenAI-compatible Chat Completions API, for tests.
+"""A local stand-in for a model provider's chat API, for tests, in three wire formats.
 
-A real HTTP server on 127.0.0.1 (stdlib `ThreadingHTTPServer`, in its own thread) that
-answers `POST /v1/chat/completions` (and `/chat/completions`) in OpenAI's wire format:
-`chat.completion` bodies with `choices[].message.tool_calls` and `usage`, and OpenAI's error
-shape `{"error": {"message", "type", "code"}}` with the real status codes (429 with a
-Retry-After header, 500, 401, 400). LiteLLM's real client talks to it through `api_base`.
+A real HTTP server on 127.0.0.1 (stdlib `ThreadingHTTPServer`, in its own thread); the request
+path chooses the wire, each built from its provider's published API reference:
 
-Answers come from a script (a queue, consumed in order; an entry may be bound to one model
-so fallbacks can be scripted per model); with the script empty it answers "ok". Every
-request is recorded with its path, headers and JSON body. Like some OpenAI-compatible
-servers, the 401 message echoes the API key it was given, so tests can check that the key
-never travels further in an error.
+- OpenAI Chat Completions at `POST /v1/chat/completions` (and `/chat/completions`), bodies,
+  errors and streams in `model_stream`: point LiteLLM's `openai/` models at `base_url`;
+- Anthropic Messages at `POST /v1/messages` (`wire_anthropic`): LiteLLM's `anthropic/` models
+  with `api_base=root_url`;
+- Ollama chat at `POST /api/chat` (`wire_ollama`): LiteLLM's `ollama_chat/` models with
+  `api_base=root_url`.
+
+Answers come from one script (a queue, consumed in order whatever the wire; an entry may be
+bound to one model, as sent in the body, so fallbacks can be scripted per model); with the
+script empty it answers "ok". Entries are OpenAI-shaped (`tool_call` dicts, OpenAI finish
+reasons, `prompt_tokens` counting cached ones) and each wire renders what it can express.
+Every request is recorded with its path, headers and JSON body; `Recorded` reads the offered
+tools, tool results, system text and structured-output request whatever the wire.
 """
 
 from __future__ import annotations
@@ -23,18 +28,24 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.fakes.model_stream import StreamPlan, send_stream
+from tests.fakes import model_stream, wire_anthropic, wire_ollama
+from tests.fakes.model_stream import StreamPlan
 
-PATHS = ("/v1/chat/completions", "/chat/completions")
-
-_ERRORS: dict[int, tuple[str, str]] = {
-    400: ("invalid_request_error", "invalid_request"),
-    401: ("invalid_request_error", "invalid_api_key"),
-    404: ("invalid_request_error", "model_not_found"),
-    429: ("requests", "rate_limit_exceeded"),
-    500: ("server_error", "internal_error"),
-    503: ("server_error", "overloaded"),
+WIRES = {
+    "/v1/chat/completions": "openai",
+    "/chat/completions": "openai",
+    "/v1/messages": "anthropic",
+    "/api/chat": "ollama",
 }
+PATHS = tuple(WIRES)
+JSON_TOOL = "json_tool_call"  # LiteLLM's forced tool standing for `response_format` on Anthropic
+
+
+def _text(content: Any) -> str:
+    """The text of a message's or block's content: a string, or a list of text parts."""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return "" if content is None else str(content)
 
 
 @dataclass
@@ -48,6 +59,65 @@ class Recorded:
     @property
     def model(self) -> str:
         return str(self.body.get("model", ""))
+
+    @property
+    def wire(self) -> str:
+        """The API the request was written for: "openai", "anthropic" or "ollama"."""
+        return WIRES.get(self.path, "openai")
+
+    def _messages(self) -> list[dict[str, Any]]:
+        return [m for m in self.body.get("messages") or [] if isinstance(m, dict)]
+
+    def offered_tools(self) -> list[str]:
+        """The names of the tools the request offered, as sent (on Anthropic, LiteLLM's
+        `json_tool_call` stands for a `response_format` and is listed too)."""
+        return list(self.offered_schemas())
+
+    def offered_schemas(self) -> dict[str, Any]:
+        """Each offered tool's parameter schema as sent, by name, whatever the wire."""
+        tools = self.body.get("tools") or []
+        if self.wire == "anthropic":
+            return {tool["name"]: tool.get("input_schema") for tool in tools}
+        return {
+            tool["function"]["name"]: tool["function"].get("parameters")
+            for tool in tools
+            if "function" in tool
+        }
+
+    def tool_results(self) -> list[tuple[str, str]]:
+        """(tool call id, or the tool's name where the wire has no id; content) of the tool results."""
+        if self.wire == "anthropic":
+            blocks = [b for m in self._messages() if isinstance(m.get("content"), list) for b in m["content"]]
+            return [
+                (b["tool_use_id"], _text(b.get("content"))) for b in blocks if b.get("type") == "tool_result"
+            ]
+        return [
+            (str(m.get("tool_call_id") or m.get("tool_name") or m.get("name") or ""), _text(m.get("content")))
+            for m in self._messages()
+            if m.get("role") == "tool"
+        ]
+
+    def system_text(self) -> str:
+        """The system prompt: Anthropic's top-level `system`, else the system messages, joined."""
+        if self.wire == "anthropic":
+            return _text(self.body.get("system"))
+        return "\n".join(_text(m.get("content")) for m in self._messages() if m.get("role") == "system")
+
+    def response_format(self) -> Any:
+        """What the request asked for as structured output, as sent, or None: OpenAI's
+        `response_format`; Ollama's `format`; on Anthropic `output_format` (or
+        `output_config.format`), else LiteLLM's forced `json_tool_call` tool (its definition)."""
+        if self.wire == "openai":
+            return self.body.get("response_format")
+        if self.wire == "ollama":
+            return self.body.get("format")
+        native = self.body.get("output_format") or (self.body.get("output_config") or {}).get("format")
+        if native is not None:
+            return native
+        forced = self.body.get("tool_choice") or {}
+        if forced.get("type") == "tool" and forced.get("name") == JSON_TOOL:
+            return next((t for t in self.body.get("tools") or [] if t.get("name") == JSON_TOOL), None)
+        return None
 
 
 @dataclass
@@ -65,6 +135,10 @@ class Scripted:
     delay: float = 0.0  # seconds to wait before answering
     model: str | None = None  # only answer requests for this model (as sent, e.g. "gpt-4o")
     stream: StreamPlan | None = None  # how to stream it when the request asks (default pieces)
+    cached_tokens: int = 0  # of prompt_tokens, read from the provider's prompt cache
+    cache_creation_tokens: int = 0  # of prompt_tokens, written to it (Anthropic reports these)
+    reasoning_tokens: int = 0  # of completion_tokens (OpenAI reports these)
+    refusal: str | None = None  # the model declines: replaces the content
 
 
 def tool_call(call_id: str, name: str, arguments: dict[str, Any] | str) -> dict[str, Any]:
@@ -95,10 +169,16 @@ class FakeModelAPI:
         """What `OPENLOOP_MODEL_API_BASE` should be: the OpenAI SDK appends /chat/completions."""
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def root_url(self) -> str:
+        """The `api_base` for LiteLLM's `anthropic/` (adds /v1/messages) and `ollama_chat/` (/api/chat)."""
+        return f"http://127.0.0.1:{self.port}"
+
     def start(self) -> FakeModelAPI:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        serve = self._server.serve_forever
+        self._thread = threading.Thread(target=serve, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -129,7 +209,7 @@ class FakeModelAPI:
         model: str | None = None,
         delay: float = 0.0,
     ) -> None:
-        """Answer the next `times` requests with an OpenAI error of `status`."""
+        """Answer the next `times` requests with an error of `status`, in the request's wire."""
         headers = {"Retry-After": f"{retry_after:g}"} if retry_after is not None else {}
         for _ in range(times):
             self._push(Scripted(status=status, message=message, headers=headers, model=model, delay=delay))
@@ -147,50 +227,31 @@ class FakeModelAPI:
 
     # Answers -----------------------------------------------------------------------------
 
-    def respond(self, recorded: Recorded) -> tuple[int, dict[str, str], dict[str, Any], float]:
+    def respond(self, recorded: Recorded) -> tuple[int, dict[str, Any], Scripted]:
+        """The status and body to answer `recorded` with, and the script entry they came from."""
         with self._lock:
             self.requests.append(recorded)
         entry = self._next(recorded.model)
         if entry.status != 200:
-            return entry.status, entry.headers, self._error(entry, recorded), entry.delay
-        completion = self._completion(entry, recorded)
-        if entry.stream is not None:
-            completion["_stream"] = entry.stream
-        return 200, entry.headers, completion, entry.delay
+            return entry.status, self.error_body(entry, recorded), entry
+        if recorded.wire == "anthropic":
+            payload = wire_anthropic.message(entry, recorded.model, next(self._ids))
+        elif recorded.wire == "ollama":
+            payload = wire_ollama.chat(entry, recorded.model)
+        else:
+            payload = self._completion(entry, recorded)
+        return 200, payload, entry
 
-    def _error(self, entry: Scripted, recorded: Recorded) -> dict[str, Any]:
-        kind, code = _ERRORS.get(entry.status, ("server_error", "error"))
-        message = entry.message
-        if not message and entry.status == 401:
-            key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
-            message = f"Incorrect API key provided: {key}. You can find your API key in your account."
-        return {
-            "error": {
-                "message": message or f"error {entry.status}",
-                "type": kind,
-                "param": None,
-                "code": code,
-            }
-        }
+    def error_body(self, entry: Scripted, recorded: Recorded) -> dict[str, Any]:
+        if recorded.wire == "anthropic":
+            return wire_anthropic.error_body(entry.status, entry.message, next(self._ids))
+        if recorded.wire == "ollama":
+            return wire_ollama.error_body(entry.status, entry.message, recorded.model)
+        key = recorded.headers.get("authorization", "").removeprefix("Bearer ")
+        return model_stream.error_body(entry.status, entry.message, key)
 
     def _completion(self, entry: Scripted, recorded: Recorded) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": entry.content, "refusal": None}
-        if entry.tool_calls:
-            message["tool_calls"] = entry.tool_calls
-        finish = entry.finish_reason or ("tool_calls" if entry.tool_calls else "stop")
-        return {
-            "id": f"chatcmpl-fake{next(self._ids)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": recorded.model,
-            "system_fingerprint": "fp_fake",
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
-            "usage": {
-                "prompt_tokens": entry.prompt_tokens,
-                "completion_tokens": entry.completion_tokens,
-                "total_tokens": entry.prompt_tokens + entry.completion_tokens,
-            },
-        }
+        return model_stream.completion(entry, recorded.model, next(self._ids))
 
 
 def _handler_for(api: FakeModelAPI) -> type[BaseHTTPRequestHandler]:
@@ -201,46 +262,34 @@ def _handler_for(api: FakeModelAPI) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             path = self.path.split("?", 1)[0]
-            if path not in PATHS:
-                self._send(
-                    404,
-                    {},
-                    {
-                        "error": {
-                            "message": f"no route {path}",
-                            "type": "invalid_request_error",
-                            "param": None,
-                            "code": None,
-                        }
-                    },
-                )
+            if path not in WIRES:
+                failure = {"message": f"no route {path}", "type": "invalid_request_error"}
+                self._send(404, {}, {"error": {**failure, "param": None, "code": None}})
                 return
+            headers = {name.lower(): value for name, value in self.headers.items()}
             try:
                 body = json.loads(raw or b"{}")
             except json.JSONDecodeError:
-                self._send(
-                    400,
-                    {},
-                    {
-                        "error": {
-                            "message": "body is not JSON",
-                            "type": "invalid_request_error",
-                            "param": None,
-                            "code": None,
-                        }
-                    },
-                )
+                bad = Recorded(path, headers, {})
+                self._send(400, {}, api.error_body(Scripted(status=400, message="body is not JSON"), bad))
                 return
-            headers = {name.lower(): value for name, value in self.headers.items()}
-            status, extra, payload, delay = api.respond(Recorded(path, headers, body))
-            if delay:
-                time.sleep(delay)
-            plan = payload.pop("_stream", None)
-            if status == 200 and body.get("stream"):
-                include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-                api.streamed_at.append(send_stream(self, payload, plan or StreamPlan(), include_usage))
+            recorded = Recorded(path, headers, body)
+            status, payload, entry = api.respond(recorded)
+            if entry.delay:
+                time.sleep(entry.delay)
+            wire = recorded.wire
+            if status == 200 and body.get("stream", wire == "ollama"):  # Ollama streams by default
+                plan = entry.stream or StreamPlan()
+                if wire == "anthropic":
+                    sent = wire_anthropic.send_stream(self, entry, payload, plan)
+                elif wire == "ollama":
+                    sent = wire_ollama.send_stream(self, payload, plan)
+                else:
+                    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                    sent = model_stream.send_stream(self, payload, plan, include_usage)
+                api.streamed_at.append(sent)
                 return
-            self._send(status, extra, payload)
+            self._send(status, entry.headers, payload)
 
         def _send(self, status: int, headers: dict[str, str], payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

@@ -1,9 +1,11 @@
 """The example playbooks as a newcomer runs them on the embedded stack, with no provider key: in a
 fresh folder `openloop playbooks init`, then `openloop up` (which applies ./playbooks at
-start); the nightly scan triggered from its schedule; a failed CI run delivered by a fake
-GitHub runs the triage chain (the offline model reads the log, judges it real, fixes the demo
-project and proposes the draft pull request once approved), whose emitted FixProposed runs
-fix-announce; `playbooks show` and `explain` tell each run's story, step by step."""
+start); the nightly scan triggered from its schedule ends FAILED, honestly: the offline model
+cannot count advisories and invents no `critical: 0`, and its run says it was answered offline;
+a failed CI run delivered by a fake GitHub runs the triage chain (the offline model reads the
+log, judges it real, fixes the demo project and proposes the draft pull request once approved),
+whose emitted FixProposed runs fix-announce; `playbooks show` and `explain` tell each run's
+story, step by step, each step marked as answered offline."""
 
 from __future__ import annotations
 
@@ -84,8 +86,15 @@ def test_the_example_playbooks_run_on_the_embedded_stack_with_the_offline_model(
         nightly = eventually(
             finished(env, project, "nightly-deps"), f"the nightly run\n{log.read_text()}", STEP_SECONDS
         )
-        assert nightly["status"] == "SUCCEEDED", nightly
-        assert nightly["steps"][0]["output"]["critical"] == 0
+        assert nightly["status"] == "FAILED", nightly
+        [scan] = nightly["steps"]
+        assert scan["output"] == {} and "'critical' is missing" in scan["reason"], scan
+        listed = openloop(env, project, "playbooks", "runs", "--playbook", "nightly-deps")
+        assert "FAILED · on cron · 0/1 steps · 1 answered offline" in listed.stdout, listed.stdout
+        shown = openloop(env, project, "playbooks", "show", nightly["run_id"]).stdout
+        unknown = "(answered offline: the offline model cannot know critical, summary, issue_url)"
+        assert unknown in shown, shown
+        assert "answered offline" in shown.split("1. scan", 1)[1].splitlines()[0], shown
 
         body = json.dumps(serve_github.failed_run_payload(sha, run)).encode()
         signature = hmac.new(serve_github.SECRET.encode(), body, hashlib.sha256).hexdigest()
@@ -143,7 +152,8 @@ def test_the_example_playbooks_run_on_the_embedded_stack_with_the_offline_model(
 
     story = explained.stdout
     assert explained.returncode == 0, story + explained.stderr
-    assert story.startswith(f"{run_id}: SUCCEEDED") and "Reason: 2 step(s) succeeded" in story, story
+    assert story.startswith(f"{run_id}: SUCCEEDED"), story
+    assert "Reason: 2 step(s) succeeded (answered offline: investigate, propose)" in story, story
     assert (
         story.index("1. investigate") < story.index(f"task {run_id}.investigate") < story.index("2. propose")
     )
