@@ -24,6 +24,7 @@ from temporalio import activity
 
 from activities.providers import quiet_litellm
 from activities.runtime import runtime
+from activities.slack.card_fields import usd_text
 from activities.slack.client import activity_error
 from activities.slack.names import SlackNames, directory, resolve_approvers
 from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
@@ -52,37 +53,45 @@ def step_cost(model: str, prompt_tokens: int, completion_tokens: int) -> float |
     return total if total > 0 else None
 
 
-async def _usage_so_far(task_id: str) -> tuple[int, int, int]:
-    """(model calls, prompt tokens, completion tokens) the ledger holds for the task."""
+async def _usage_so_far(task_id: str) -> tuple[int, int, int, float]:
+    """(model calls, prompt tokens, completion tokens, USD) the ledger holds for the task."""
     pool = await runtime().pool()
     async with pool.connection() as conn:
         cursor = await conn.cursor(row_factory=dict_row).execute(
             "SELECT count(*) AS calls, COALESCE(sum(prompt_tokens), 0) AS prompt,"
-            " COALESCE(sum(completion_tokens), 0) AS completion FROM usage_ledger"
-            " WHERE task_id = %s AND key LIKE 'model:%%'",  # model calls, not embeddings
+            " COALESCE(sum(completion_tokens), 0) AS completion, COALESCE(sum(cost_usd), 0) AS usd"
+            " FROM usage_ledger WHERE task_id = %s AND key LIKE 'model:%%'",  # not embeddings
             (task_id,),
         )
         row: dict[str, Any] | None = await cursor.fetchone()
     if row is None:
-        return 0, 0, 0
-    return int(row["calls"]), int(row["prompt"]), int(row["completion"])
+        return 0, 0, 0, 0.0
+    return int(row["calls"]), int(row["prompt"]), int(row["completion"]), float(row["usd"])
 
 
 async def estimate_finishing(inp: PrepareApprovalInput) -> tuple[float, str]:
-    """(estimated USD to finish the task, how it was estimated)."""
+    """(estimated USD to finish the task, how it was estimated). Once the task has steps in
+    the ledger, a step costs what its steps cost on average there (cached input and reasoning
+    priced as the provider billed them), so the card and the ledger agree."""
     if inp.model.startswith("offline/"):
         return 0.0, f"{inp.model} is the offline model: no cost"
-    calls, prompt, completion = await _usage_so_far(inp.task_id)
+    calls, prompt, completion, spent = await _usage_so_far(inp.task_id)
     if calls:
         per_prompt, per_completion = prompt // calls, completion // calls
     else:
         per_prompt, per_completion = FIRST_STEP_PROMPT_TOKENS, inp.max_output_tokens
     steps = remaining_steps(max(inp.steps_so_far, calls), inp.max_iterations)
-    per_step = step_cost(inp.model, per_prompt, max(per_completion, 1))
-    if per_step is None:
-        return 0.0, f"no price for {inp.model} in LiteLLM's cost map"
     plural = "s" if steps > 1 else ""
-    return per_step * steps, (
+    if calls and spent > 0:
+        per_step = spent / calls
+        return per_step * steps, (
+            f"{steps} more step{plural} at the {usd_text(per_step)} a step of this task so far "
+            f"(about {per_prompt}+{per_completion} tokens at {inp.model})"
+        )
+    list_priced = step_cost(inp.model, per_prompt, max(per_completion, 1))
+    if list_priced is None:
+        return 0.0, f"no price for {inp.model} in LiteLLM's cost map"
+    return list_priced * steps, (
         f"{steps} more step{plural} of about {per_prompt}+{per_completion} tokens at {inp.model}'s prices"
     )
 

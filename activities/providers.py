@@ -166,6 +166,7 @@ def result_of(call: ProviderCall, response: Any) -> ModelCallResult:
         finish = "length"
     elif refusal or provider_finish == "content_filter":
         finish = "refused"
+        refusal = refusal or text  # Anthropic's refusal is its text, with stop_reason "refusal"
     elif not text.strip():
         finish = "empty"
     else:

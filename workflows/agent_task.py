@@ -220,7 +220,9 @@ class AgentTaskWorkflow:
                     continue
             self.continuations = 0
             if not result.tool_calls:
-                if result.finish_reason in NO_ANSWER and not (self.reply + result.text).strip():
+                if result.finish_reason == "refused" or (
+                    result.finish_reason in NO_ANSWER and not (self.reply + result.text).strip()
+                ):
                     raise TaskStop(TaskStatus.ERROR, no_answer_reason(result))
                 self.reply += result.text
                 if result.text.rstrip().endswith("?") and await self.waits.answer_to(result.text):

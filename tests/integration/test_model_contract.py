@@ -183,6 +183,15 @@ async def test_every_tool_is_offered_when_it_should_be_and_reaches_its_effect(
             "SELECT count(*), sum(cost_usd) FROM usage_ledger WHERE task_id = %s AND key LIKE 'model:%%'",
             (handle.id,),
         ).fetchone()
+        priced_steps = conn.execute(
+            "SELECT cost_usd FROM usage_ledger WHERE task_id = %s AND key LIKE 'model:%%' ORDER BY step",
+            (handle.id,),
+        ).fetchall()
     assert saved is not None and saved[0] >= 1
     assert costs is not None and costs[0] == len(parent)
     assert (costs[1] > 0) == wire.priced
+    if wire.priced:  # the card's estimate is the ledger's cost a step, for the steps left
+        steps_left = int(pending.estimate_note.split()[0])
+        asked_before = [float(row[0]) for row in priced_steps[: len(parent) - 1]]
+        per_step = sum(asked_before) / len(asked_before)
+        assert pending.estimated_cost_usd == pytest.approx(per_step * steps_left, rel=1e-6)
