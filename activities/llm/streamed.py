@@ -15,7 +15,15 @@ from typing import Any, Protocol
 
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import ProviderCall, classify_error, completion_kwargs, quiet_litellm, result_of
+from activities.providers import (
+    ProviderCall,
+    call_provider,
+    classify_error,
+    completion_kwargs,
+    provider_of,
+    quiet_litellm,
+    result_of,
+)
 from workflows.errors import ErrorType
 from workflows.types import ModelCallResult
 
@@ -29,10 +37,21 @@ class AnswerSink(Protocol):
         """The answer calls tools, or this model failed: take back what was shown."""
 
 
+# Routes whose streamed tool calls LiteLLM rebuilds wrongly: an Ollama call with no
+# arguments (`{}`) gets no id and is dropped. With tools offered they are asked whole, and the
+# answer's text is handed on at once.
+WHOLE_WHEN_TOOLS = frozenset({"ollama", "ollama_chat"})
+
+
 async def call_provider_streaming(call: ProviderCall, sink: AnswerSink) -> ModelCallResult:
     import litellm
 
     quiet_litellm()
+    if call.tools and provider_of(call.model) in WHOLE_WHEN_TOOLS:
+        result = await call_provider(call)
+        if not result.tool_calls and result.text:
+            await sink.text(result.text)
+        return result
     kwargs = completion_kwargs(call) | {"stream": True, "stream_options": {"include_usage": True}}
     chunks: list[Any] = []
     calls_tools = False

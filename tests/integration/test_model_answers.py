@@ -8,14 +8,17 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 
+import litellm
 import pytest
 from temporalio.client import Client
 
 from config.settings import Settings
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.integration.contract_env import WIRES, Wire
+from tests.integration.model_env import call_input, run
 from tests.reliability.harness import agent_config, start, stored
 from workers.worker import build_worker
+from workflows.conversation import Conversation
 from workflows.types import TaskStatus
 from workflows.untrusted import unwrap
 
@@ -94,3 +97,20 @@ async def test_calls_that_must_not_run_are_told_to_the_model_and_the_task_goes_o
     assert any("not valid JSON" in text or "'query' is a required property" in text for text in told)
     history = (await handle.fetch_history()).to_json()
     assert "openloop.tool.run" not in history  # nothing ran
+
+
+async def test_after_a_fallback_the_answering_models_window_sizes_the_conversation(
+    db_settings: Settings, api: FakeModelAPI
+) -> None:
+    anthropic, openai = WIRES[1].model, WIRES[0].model
+    api.fail(529, model=anthropic.split("/", 1)[1])  # overloaded: the next model answers
+    api.answer("From the fallback.", model=openai.split("/", 1)[1])
+    result = await run(call_input(models=[anthropic, openai]))
+    assert result.usage.model == openai and result.text == "From the fallback."
+    window = litellm.get_model_info(openai)["max_input_tokens"]
+    assert result.context_window == window != litellm.get_model_info(anthropic)["max_input_tokens"]
+    conversation = Conversation(0, 0, [])
+    conversation.last_context_window = result.context_window
+    conversation.last_prompt_tokens = int(window * 0.7)  # past the share of this model's window
+    assert conversation.needs_compaction(None)
+    assert not conversation.needs_compaction(1_000_000)  # the policy's own window wins

@@ -97,6 +97,14 @@ async def test_parallel_tool_calls_arrive_whole_with_their_arguments(
 
 @WIRES
 @STREAMED
+async def test_a_call_with_no_arguments_is_not_lost(api: FakeModelAPI, wire: str, streamed: bool) -> None:
+    api.answer_tool_calls([tool_call("call_c", "code__run_tests", {})])
+    result = await ask(wire, streamed)
+    assert [(c.name, json.loads(c.arguments)) for c in result.tool_calls] == [("code__run_tests", {})]
+
+
+@WIRES
+@STREAMED
 async def test_usage_is_read_in_each_providers_terms_and_priced_at_each_kinds_rate(
     api: FakeModelAPI, wire: str, streamed: bool
 ) -> None:
