@@ -1,6 +1,6 @@
 """Playbook runs on the real dev server and Postgres, each step a child agent task answered by
 the scripted model API: a cron playbook's schedule fires and runs its steps in order with the
-outputs passed along; an answer that does not validate twice fails the run with the reason;
+outputs passed along (each declared output asked for in the provider's structured mode); an answer that does not validate twice fails the run with the reason;
 applying a changed cron updates the schedule and removing the playbook deletes it; an emitted
 event starts the playbook listening for it."""
 
@@ -106,6 +106,10 @@ async def test_a_cron_playbooks_schedule_fires_and_runs_its_steps_in_order_with_
     assert len(api.requests) == 4
     assert f'<untrusted-data source="event.scheduled_at">\n{record.run_key}\n' in user_text(api, 0)
     assert "Count the critical advisories" in user_text(api, 0) and '"count": int' in user_text(api, 0)
+    # ...and asked of the provider in its structured-output mode (the model has one).
+    schema = api.requests[0].response_format()["json_schema"]["schema"]
+    assert schema["properties"] == {"count": {"type": "integer"}, "worst": {"type": "string"}}
+    assert schema["required"] == ["count", "worst"] and schema["additionalProperties"] is False
     asked = user_text(api, 1)
     assert '<untrusted-data source="step.scan.count">\n2\n</untrusted-data>' in asked
     assert '<untrusted-data source="step.scan.worst">\nCVE-2024-0001\n</untrusted-data>' in asked
