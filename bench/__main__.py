@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-from bench import dashboard, fanout, history, loops, mcp, orchestration, parked, throughput, tokens
+from bench import chaos, dashboard, fanout, history, loops, mcp, orchestration, parked, throughput, tokens
 from bench.common import RESULTS_DIR, embedded_stack, log, serve_worker, write_result
 from bench.report import render, write_markdown
 
@@ -53,21 +53,38 @@ async def run_benches(names: list[str], size: str, out: Path) -> None:
             log(f"{name}: written to {path}")
 
 
+async def run_chaos(size: str, seed: int, out: Path) -> None:
+    """The chaos run brings up its own stack of processes (its faults stop them)."""
+    preset = getattr(chaos.Sizes, size, None)
+    sizes = preset() if preset is not None else chaos.Sizes()
+    log(f"chaos: {sizes}")
+    load = [round(x, 2) for x in os.getloadavg()]
+    report = await chaos.run(sizes, seed)
+    path = write_result("chaos", {**report, "preset": size, "load_avg_at_start": load}, out)
+    log(f"chaos: written to {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["all", "report", "worker", *BENCHES])
+    parser.add_argument("what", choices=["all", "report", "worker", "chaos", *BENCHES])
     preset = parser.add_mutually_exclusive_group()
     preset.add_argument("--quick", action="store_true", help="smaller sizes (a few minutes in all)")
     preset.add_argument(
         "--full", action="store_true", help="the issue's sizes everywhere (5,000 parked tasks)"
     )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the JSON results go")
+    parser.add_argument(
+        "--seed", type=int, default=1, help="chaos: the faults' seed (same seed, same faults)"
+    )
     parser.add_argument("--worker-options", type=json.loads, default={}, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.what == "worker":
         asyncio.run(serve_worker(args.worker_options))
         return
-    if args.what != "report":
+    if args.what == "chaos":
+        size = "quick" if args.quick else "full" if args.full else "default"
+        asyncio.run(run_chaos(size, args.seed, args.out))
+    elif args.what != "report":
         names = list(BENCHES) if args.what == "all" else [args.what]
         size = "quick" if args.quick else "full" if args.full else "default"
         asyncio.run(run_benches(names, size, args.out))

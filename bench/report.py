@@ -27,6 +27,7 @@ RENDER: dict[str, Renderer] = {
     "mcp": report_costs.mcp,
     "loops": report_runs.loops,
     "fanout": report_runs.fanout,
+    "chaos": report_runs.chaos,
 }
 TITLES = {
     "orchestration": "1. Orchestration overhead per step",
@@ -37,6 +38,7 @@ TITLES = {
     "mcp": "7. MCP tools",
     "loops": "8. Repair loops",
     "fanout": "9. Fan-out to subagents",
+    "chaos": "10. Chaos: deploys and crashes during a mixed workload",
 }
 
 

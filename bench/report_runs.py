@@ -79,3 +79,38 @@ def fanout(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
         [[n, v["median"], ratio[n], v["runs"], events["parent"][n]] for n, v in wall.items()],
     )
     return rows, detail
+
+
+def chaos(r: dict[str, Any]) -> tuple[list[list[Any]], str]:
+    faults = ", ".join(f"{n} {kind}" for kind, n in sorted(r["faults_by_kind"].items()))
+    rows = [
+        [
+            f"chaos: {r['runs']} runs under {faults} (seed {r['seed']})",
+            f"{r['outcomes_equal']}/{r['runs']} outcomes equal to the undisturbed run",
+            "all",
+            verdict(r["outcomes_equal"] == r["runs"]),
+        ],
+        [
+            "chaos: duplicated side effects",
+            r["duplicated_side_effects"],
+            "0",
+            verdict(r["duplicated_side_effects"] == 0),
+        ],
+        ["chaos: lost runs", r["lost_runs"], "0", verdict(r["lost_runs"] == 0)],
+        [
+            "chaos: longest stall after a fault; the run most delayed",
+            f"{r['longest_stall_s']} s; {r['most_delayed_run_s']} s later than undisturbed",
+            "(report)",
+            "",
+        ],
+    ]
+    faults_table = table(
+        ["at (s)", "fault", "target", "back after (s)", "workload moved again after (s)"],
+        [[f["at_s"], f["kind"], f["target"], f["took_s"], f["stall_s"]] for f in r["faults"]],
+    )
+    differing = "".join(f"\n- {key}: {value}" for key, value in r["differing"].items()) or " none"
+    return rows, (
+        f"{faults_table}\n\nWall time: {r['seconds']['undisturbed']} s undisturbed, "
+        f"{r['seconds']['with_faults']} s with faults; {r['worker_restarts']} worker restarts; repair "
+        f"loops completed (undisturbed, with faults): {r['loops_completed']}. Runs that differ:{differing}"
+    )

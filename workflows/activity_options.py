@@ -58,14 +58,19 @@ LOCAL_RETRY = RetryPolicy(
     maximum_attempts=10,
 )
 
+# Activities that wait on something slow beat at half their heartbeat timeout
+# (`activities.heartbeats`; the model call every 10 s): one whose worker was killed mid-wait
+# is retried elsewhere after this, not after its whole start-to-close timeout.
+WAITING_HEARTBEAT_TIMEOUT = timedelta(seconds=30)
 MODEL_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(minutes=5),
-    "heartbeat_timeout": timedelta(seconds=60),
+    "heartbeat_timeout": WAITING_HEARTBEAT_TIMEOUT,
     "retry_policy": MODEL_RETRY,
     "summary": "model call",
 }
 TOOL_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(minutes=2),
+    "heartbeat_timeout": WAITING_HEARTBEAT_TIMEOUT,
     "retry_policy": TOOL_RETRY,
     "summary": "tool call",
 }
@@ -105,6 +110,7 @@ MCP_CALL_OPTIONS: dict[str, Any] = {
 # only when the worker cannot run it.
 MCP_LIST_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(minutes=2),
+    "heartbeat_timeout": MCP_CALL_HEARTBEAT_TIMEOUT,
     "retry_policy": RetryPolicy(maximum_attempts=3, non_retryable_error_types=NON_RETRYABLE_TOOL_ERRORS),
     "summary": "list MCP tools",
 }

@@ -32,6 +32,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.github.client import github_call
+from activities.heartbeats import beating
 from activities.runtime import runtime
 from activities.store.changes import FileChange, load_changes
 from activities.tool_errors import ToolError
@@ -50,6 +51,11 @@ _BAD_BRANCH = re.compile(r"[\x00-\x20~^:?*\[\\\x7f]|\.\.|@\{|//|/\.|\.lock(/|$)|
 
 @activity.defn(name=CodeActivity.OPEN_PULL_REQUEST)
 async def open_pull_request(inp: PullRequestInput) -> PullRequestResult:
+    async with beating("GitHub"):  # so a worker killed mid-push is noticed in half a minute
+        return await _open(inp)
+
+
+async def _open(inp: PullRequestInput) -> PullRequestResult:
     rt = runtime()
     files = await load_changes(await rt.pool(), inp.diff_sha256)
     if files is None:

@@ -30,7 +30,8 @@ LIST_GRACE_SECONDS = 5.0  # beyond a server's own timeout, for connecting and cl
 
 @activity.defn(name=ActivityName.MCP_LIST_TOOLS)
 async def list_mcp_tools(inp: McpListInput) -> McpListResult:
-    listed = await asyncio.gather(*(_list_one(server) for server in inp.servers))
+    async with beating("listing MCP tools"):
+        listed = await asyncio.gather(*(_list_one(server) for server in inp.servers))
     result = McpListResult()
     for specs, status in listed:
         result.specs += specs

@@ -10,6 +10,7 @@ from __future__ import annotations
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeats import beating
 from activities.runtime import Runtime, runtime
 from activities.store.tool_calls import bound_and_audit
 from activities.tool_errors import ToolError
@@ -21,7 +22,8 @@ from workflows.types import ActivityName, ToolCallInput, ToolCallResult
 @activity.defn(name=ActivityName.RUN_TOOL)
 async def run_tool(inp: ToolCallInput) -> ToolCallResult:
     rt = runtime()
-    result = await execute_tool(inp, rt)
+    async with beating(inp.tool):
+        result = await execute_tool(inp, rt)
     pool = await rt.pool()
     async with pool.connection() as conn:
         return await bound_and_audit(conn, inp, result)

@@ -24,6 +24,7 @@ import itertools
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -151,6 +152,8 @@ class FakeModelAPI:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self._script: list[Scripted] = []
+        # Answers chosen from the request itself (concurrent tasks), before the script.
+        self.responder: Callable[[Recorded], Scripted | None] | None = None
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._server: ThreadingHTTPServer | None = None
@@ -231,7 +234,8 @@ class FakeModelAPI:
         """The status and body to answer `recorded` with, and the script entry they came from."""
         with self._lock:
             self.requests.append(recorded)
-        entry = self._next(recorded.model)
+        chosen = self.responder(recorded) if self.responder is not None else None
+        entry = chosen or self._next(recorded.model)
         if entry.status != 200:
             return entry.status, self.error_body(entry, recorded), entry
         if recorded.wire == "anthropic":
