@@ -23,6 +23,7 @@ KINDS = ("approval", "issue", "mcp", "tree", "code", "loop")
 NEEDS_APPROVAL = {"approval", "issue", "code"}
 APPROVER = "chaos:approver"
 LOOP = "keep-green"
+SLOW_LOOP = "slow-green"  # its verify outlasts a worker's grace period
 PYTEST = "python -m pytest -q -p no:cacheprovider"
 FIX = {"path": "calc.py", "old": "/ (len(values) + 1)", "new": "/ len(values)"}
 _MARK = re.compile(r"\[chaos (\w+) ([\w-]+)\]")
@@ -47,8 +48,11 @@ def plan(kind: str, key: str, repo: str) -> list[Turn]:
         return [parts, f"Both parts of {key} checked."]
     if kind == "child":
         return [f"Part {key} is fine."]
-    if kind == "loop":
-        return [[("loop__start", {"loop": LOOP})], f"Started the loop for {key}."]
+    if kind in ("loop", "slowloop"):
+        loop = LOOP if kind == "loop" else SLOW_LOOP
+        return [[("loop__start", {"loop": loop})], f"Started the loop for {key}."]
+    if kind == "slowmcp":
+        return [[("notes__slow", {"seconds": 4})], f"Waited for the notes of {key}."]
     if kind == "code":
         return [
             [("code__open_workspace", {"repo": repo})],
@@ -60,8 +64,9 @@ def plan(kind: str, key: str, repo: str) -> list[Turn]:
     raise ValueError(f"no plan for {kind!r}")
 
 
-def respond(repo: str) -> Callable[[Recorded], Scripted | None]:
-    """The fake model's answer to a request, from the task's own conversation."""
+def respond(repo: str, delay: float = 0.0) -> Callable[[Recorded], Scripted | None]:
+    """The fake model's answer to a request, from the task's own conversation, `delay`
+    seconds after it was asked."""
 
     def answer(recorded: Recorded) -> Scripted | None:
         messages = recorded.body.get("messages") or []
@@ -80,9 +85,9 @@ def respond(repo: str) -> Callable[[Recorded], Scripted | None]:
         turns = plan(kind, key, repo)
         turn = turns[min(taken, len(turns) - 1)]
         if isinstance(turn, str):
-            return Scripted(content=turn)
+            return Scripted(content=turn, delay=delay)
         calls = [tool_call(f"call_{key}_{taken}_{n}", name, args) for n, (name, args) in enumerate(turn)]
-        return Scripted(content=None, tool_calls=calls)
+        return Scripted(content=None, tool_calls=calls, delay=delay)
 
     return answer
 
@@ -99,7 +104,7 @@ def chaos_agent(repo: str, mcp_state: Path) -> AgentConfig:
     tools = [
         {"name": "memory.save", "permissions": ["memory:write"]},
         {"name": "github.create_issue", "permissions": ["issues:write"], "limit_to": [repo]},
-        {"name": "loop.start", "permissions": ["loops:run"], "limit_to": [LOOP]},
+        {"name": "loop.start", "permissions": ["loops:run"], "limit_to": [LOOP, SLOW_LOOP]},
         {"name": "agent.delegate", "permissions": ["agents:delegate"]},
         *({"name": f"code.{tool}", "permissions": [f"code:{permissions.get(tool, 'run')}"]} for tool in code),
         {"name": "github.create_pull_request", "permissions": ["pulls:write"]},
@@ -119,7 +124,7 @@ def chaos_agent(repo: str, mcp_state: Path) -> AgentConfig:
                         "name": "notes",
                         "transport": "stdio",
                         "command": notes,
-                        "allow": ["create_note"],
+                        "allow": ["create_note", "slow"],
                         "writes": ["create_note"],
                     },  # fmt: skip
                 ],
@@ -132,18 +137,18 @@ def chaos_agent(repo: str, mcp_state: Path) -> AgentConfig:
     )
 
 
-def loop_file(repo: str) -> str:
+def loop_file(repo: str, name: str = LOOP, verify: str = PYTEST) -> str:
     """A loop whose fix is one command (no model): it repairs the demo project's mean()."""
     return textwrap.dedent(
         f"""\
         apiVersion: openloop.ai/v1alpha1
         kind: Loop
-        metadata: {{name: {LOOP}}}
+        metadata: {{name: {name}}}
         spec:
           mission: {{objective: Keep the tests green}}
           repo: {{github: {repo}, base: main}}
           commands:
             fix: sed -i 's#/ (len(values) + 1)#/ len(values)#' calc.py
-            verify: {PYTEST}
+            verify: {verify}
         """
     )

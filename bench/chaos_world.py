@@ -21,7 +21,7 @@ from temporalio.client import Client
 
 from activities.store.agents import StoredAgent, apply_agent
 from activities.store.db import apply_migrations_async, close_pools, get_pool
-from bench.chaos_plans import chaos_agent, loop_file, respond
+from bench.chaos_plans import LOOP, PYTEST, SLOW_LOOP, chaos_agent, loop_file, respond
 from config.settings import Settings
 from surfaces.client import connect
 from tests.fakes.git_http import FakeGitHost
@@ -192,7 +192,9 @@ async def chaos_world(root: Path, name: str):  # type: ignore[no-untyped-def]
             loop_task_queue=f"chaos-loops-{name}",
             loop_files_dir=root / "loops",
         )
-        (root / "loops" / "keep-green.yaml").write_text(loop_file(REPO))
+        (root / "loops" / f"{LOOP}.yaml").write_text(loop_file(REPO))
+        slow = f"sleep {GRACE_SECONDS + 5} && {PYTEST}"
+        (root / "loops" / f"{SLOW_LOOP}.yaml").write_text(loop_file(REPO, SLOW_LOOP, slow))
         model.responder = respond(REPO)
         client = await connect(settings)
         await register_search_attributes(client, settings.namespace)

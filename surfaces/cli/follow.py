@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
+import os
+import sys
+import termios
 import time
 from dataclasses import dataclass
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from temporalio.client import WorkflowHandle
@@ -35,6 +36,7 @@ from workflows.types import ApprovalDecision, Decision, StepRecord, TaskResult, 
 
 POLL_SECONDS = 0.5
 FINAL_QUERY_TRIES = 3
+ELSEWHERE = object()  # the question was closed: decided elsewhere, or the task moved on
 
 
 @dataclass
@@ -73,12 +75,15 @@ async def follow_task(
     leave_when_waiting: bool = False,
     follow_seconds: float | None = None,
     database_url: str | None = None,
+    answers: int | None = None,
 ) -> Followed:
     """Print each new step as it happens; prompt for approval when the task waits on one.
 
     `leave_when_waiting`: return once the task waits for a person nobody here can be asked
     (no terminal). `follow_seconds`: return when it has not finished after this many seconds.
     `database_url`: where a decision made at the prompt that did not count is audited.
+    `answers`: the file descriptor a prompt reads its answer from (default: stdin). A prompt
+    is taken back when the request is decided elsewhere or the task ends, and following goes on.
     """
     printer = _Printer(out)
     prompted: set[str] = set()
@@ -101,6 +106,8 @@ async def follow_task(
                     interactive=interactive,
                     user=user,
                     database_url=database_url,
+                    result_task=result_task,
+                    answers=answers,
                 )
                 if waiting and leave_when_waiting:
                     return Followed(left="waiting")
@@ -129,6 +136,8 @@ async def _prompt(
     *,
     interactive: bool,
     user: str,
+    result_task: asyncio.Future[TaskResult],
+    answers: int | None,
     database_url: str | None = None,
 ) -> bool:
     """Announce (once) what the task waits for; ask here when we can. True: it waits on a person."""
@@ -147,7 +156,17 @@ async def _prompt(
                 f"   deny: {commands(f'openloop deny {handle.id} --as {approver}')}"
             )
             if interactive and mine:
-                answer = await _confirm(f"Approve {pending.tool} as {user}?")
+                answer = await _answer_unless_decided(
+                    handle,
+                    out,
+                    f"Approve {pending.tool} as {user}?",
+                    pending.request_id,
+                    result_task,
+                    answers,
+                )
+                if answer is ELSEWHERE:
+                    out.print("\n  [dim]No longer asked here: decided elsewhere, or the task moved on.[/]")
+                    return False
                 if answer is None:
                     return True  # no answer (end of input): it waits for an approver
                 said = ApprovalDecision(pending.request_id, pending.action_id, user)
@@ -177,26 +196,91 @@ async def _prompt(
     return False
 
 
-async def _confirm(question: str) -> bool | None:
-    """Ask yes/no on the terminal without holding up shutdown: the question waits in a daemon
-    thread, so Ctrl-C (or the task ending) never waits for someone to press Enter."""
-    loop = asyncio.get_running_loop()
-    answered: asyncio.Future[bool | None] = loop.create_future()
+async def _answer_unless_decided(
+    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult],
+    out: Console,
+    question: str,
+    request_id: str,
+    result_task: asyncio.Future[TaskResult],
+    answers: int | None,
+) -> bool | None | object:
+    """The person's answer, raced with the task: an approver deciding elsewhere (another
+    terminal, Slack, the dashboard) or the task ending closes the question (`ELSEWHERE`)."""
+    fd = sys.stdin.fileno() if answers is None else answers
+    asked = asyncio.ensure_future(_confirm(question, out, fd))
+    watched = asyncio.ensure_future(_decided_elsewhere(handle, request_id, result_task))
+    try:
+        await asyncio.wait({asked, watched}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for waiting in (asked, watched):
+            waiting.cancel()
+    if asked.done() and not asked.cancelled():
+        return asked.result()
+    return ELSEWHERE
 
-    def settle(answer: bool | None) -> None:
-        if not answered.done():
-            answered.set_result(answer)
 
-    def ask() -> None:
+async def _decided_elsewhere(
+    handle: WorkflowHandle[AgentTaskWorkflow, TaskResult],
+    request_id: str,
+    result_task: asyncio.Future[TaskResult],
+) -> None:
+    """Returns once the task no longer waits on `request_id` (decided, expired, or ended)."""
+    while not result_task.done():
         try:
-            answer: bool | None = typer.confirm(question, default=False)
-        except (typer.Abort, EOFError):
-            answer = None
-        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits any more
-            loop.call_soon_threadsafe(settle, answer)
+            status = await handle.query(AgentTaskWorkflow.status)
+        except RPCError:
+            status = None  # a late answer: ask again
+        if status is not None and (
+            status.pending_approval is None or status.pending_approval.request_id != request_id
+        ):
+            return
+        await asyncio.wait({result_task}, timeout=POLL_SECONDS)
 
-    threading.Thread(target=ask, name="openloop-confirm", daemon=True).start()
-    return await answered
+
+async def _confirm(question: str, out: Console, answers: int) -> bool | None:
+    """Ask yes/no, reading the answer from the file descriptor `answers` on the event loop,
+    so the question can be taken back (the task moved on) and Ctrl-C never waits for Enter.
+    What was typed before the question is not its answer. None: end of input."""
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue[str | None] = asyncio.Queue()
+    pending = b""
+
+    def readable() -> None:
+        nonlocal pending
+        try:
+            chunk = os.read(answers, 4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(answers)
+            lines.put_nowait(None)
+            return
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            lines.put_nowait(line.decode(errors="replace"))
+
+    if os.isatty(answers):
+        with contextlib.suppress(termios.error):
+            termios.tcflush(answers, termios.TCIFLUSH)
+    loop.add_reader(answers, readable)
+    try:
+        while True:
+            out.print(f"{escape(question)} [y/N]: ", end="")
+            line = await lines.get()
+            if line is None:
+                out.print()
+                return None
+            said = line.strip().lower()
+            if said in ("y", "yes"):
+                return True
+            if said in ("", "n", "no"):
+                return False
+            out.print("Please answer y or n.")
+    finally:
+        loop.remove_reader(answers)
 
 
 async def _last_steps(handle: WorkflowHandle[AgentTaskWorkflow, TaskResult], printer: _Printer) -> None:

@@ -13,6 +13,8 @@ import sys
 import typer
 from typer.core import TyperOption
 
+from surfaces.cli.errors import OpenLoopGroup, quiet_temporal_client, serves
+
 _option_type = TyperOption.display_type_rich
 
 
@@ -25,6 +27,7 @@ def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:
 TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
+    cls=OpenLoopGroup,  # every command's escaped error: one line and an exit code
     name="openloop",
     help="OpenLoop: durable team AI agents on Temporal.",
     no_args_is_help=True,
@@ -85,6 +88,8 @@ CLIENT_COMMANDS = {
 def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+    if not serves(sys.argv[1:]):
+        quiet_temporal_client()
     if len(sys.argv) < 2 or sys.argv[1] not in CLIENT_COMMANDS:
         app()
         return

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import typer
 from rich.markup import escape
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 from temporalio.types import MethodSyncOrAsyncSingleParam
 
@@ -29,10 +29,12 @@ from activities.store.agents import get_agent
 from activities.store.db import close_pools, get_pool
 from config.settings import Settings
 from surfaces.cli.approval_view import what_is_asked
+from surfaces.cli.errors import EXIT_UNAVAILABLE, CliError, database_down_reason, rpc_problem
 from surfaces.cli.follow import Followed, follow_task
 from surfaces.cli.terminal import commands, make_console
 from surfaces.client import connect
-from surfaces.decisions import NO_ANSWER, decide
+from surfaces.decisions import NO_ANSWER, decide, status_of
+from surfaces.task_lookup import describe_task
 from surfaces.tasks import start_task, task_id_for
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import (
@@ -102,7 +104,7 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def reply(task_id: str, text: str, user: str = typer.Option(default_user(), "--as")) -> None:
         """Answer a task that asked a question (a follow-up joins the running task)."""
-        asyncio.run(_signal(task_id, AgentTaskWorkflow.user_message, UserMessage(user, text)))
+        asyncio.run(_signal(task_id, AgentTaskWorkflow.user_message, UserMessage(user, text), "a reply"))
         console.print(f"Sent to {task_id}.")
 
     @app.command()
@@ -112,7 +114,7 @@ def register(app: typer.Typer) -> None:
         user: str = typer.Option(default_user(), "--as"),
     ) -> None:
         """Cancel a task; a pending approval is resolved as not approved."""
-        asyncio.run(_signal(task_id, AgentTaskWorkflow.cancel, CancelRequest(user, reason)))
+        asyncio.run(_signal(task_id, AgentTaskWorkflow.cancel, CancelRequest(user, reason), "a cancel"))
         console.print(f"Cancel requested for {task_id}.")
 
     @app.command()
@@ -136,11 +138,7 @@ def register(app: typer.Typer) -> None:
 
 
 async def _client(settings: Settings) -> Client:
-    try:
-        return await connect(settings)
-    except RuntimeError as exc:
-        console.print(f"[red]{escape(commands(str(exc)))}[/]")
-        raise typer.Exit(2) from None
+    return await connect(settings)  # unreachable: one line, exit 2 (surfaces.cli.errors)
 
 
 async def _closing_pools(work: Coroutine[Any, Any, T]) -> T:
@@ -162,11 +160,15 @@ async def _ask(
     follow_seconds: float | None,
 ) -> Followed | None:
     settings = Settings.from_env()
-    try:
-        pool = await get_pool(settings.require_database_url())
-    except RuntimeError as exc:
-        console.print(f"[red]{escape(commands(str(exc)))}[/]")
-        raise typer.Exit(2) from None
+    url = settings.require_database_url()
+    down = await asyncio.to_thread(database_down_reason, url)  # at once, not after the pool's wait
+    if down is not None:
+        raise CliError(
+            f"cannot reach the database ({down}): is the stack running? `openloop status` tells; "
+            "`openloop up` starts it",
+            EXIT_UNAVAILABLE,
+        )
+    pool = await get_pool(url)
     stored = await get_agent(pool, agent_name)
     if stored is None:
         hint = commands("openloop agents apply -f FILE")
@@ -210,6 +212,12 @@ async def _ask(
 async def _decide(task_id: str, user: str, approved: bool) -> None:
     settings = Settings.from_env()
     client = await _client(settings)
+    description = await describe_task(client, task_id)  # no such task: one line, exit 1
+    if description.status != WorkflowExecutionStatus.RUNNING:
+        raise CliError(
+            f"task {task_id} has already finished ({status_of(description)}): there is nothing to "
+            f"decide; `openloop explain {task_id}` tells how it ended"
+        )
     handle = client.get_workflow_handle_for(AgentTaskWorkflow.run, task_id)
     # The decision names the request it answers: the one pending now, as the task tells it.
     status = await handle.query(AgentTaskWorkflow.status)
@@ -229,8 +237,7 @@ async def _send(settings: Settings, client: Client | None, task_id: str, decisio
     try:
         verdict = await decide(client.get_workflow_handle(task_id), settings.database_url, decision)
     except RPCError as exc:
-        console.print(f"[red]Cannot reach task {task_id}:[/] {exc.message}")
-        raise typer.Exit(1) from None
+        raise rpc_problem(exc, task_id) from None
     if verdict.problem == NO_ANSWER:
         later = "a worker that picks the task up judges it then"
         console.print(f"[yellow]Not confirmed:[/] {escape(verdict.reason)}; {later}.")
@@ -248,12 +255,14 @@ def _not_counted(verdict: DecisionVerdict) -> str:
 
 
 async def _signal(
-    task_id: str, signal: MethodSyncOrAsyncSingleParam[AgentTaskWorkflow, SignalArg, None], arg: SignalArg
+    task_id: str,
+    signal: MethodSyncOrAsyncSingleParam[AgentTaskWorkflow, SignalArg, None],
+    arg: SignalArg,
+    what: str,
 ) -> None:
     client = await _client(Settings.from_env())
     handle = client.get_workflow_handle(task_id)
     try:
         await handle.signal(signal, arg)
     except RPCError as exc:
-        console.print(f"[red]Cannot reach task {task_id}:[/] {exc.message}")
-        raise typer.Exit(1) from None
+        raise rpc_problem(exc, task_id, what) from None
