@@ -26,11 +26,12 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from activities.store.db import get_pool
-from bench.chaos_plans import APPROVER, KINDS, NEEDS_APPROVAL, request
+from bench.chaos_plans import APPROVER, KINDS, NEEDS_APPROVAL, SLACK_CHANNEL, request
 from bench.chaos_world import REPO, WORKERS, ChaosWorld, chaos_world
 from bench.common import log
 from surfaces.tasks import start_task
 from tests.fakes.github_git import pull_requests
+from tests.fakes.slack_api import BOT_USER
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.loop_types import LOOP_WORKFLOW_NAME
 from workflows.types import ApprovalDecision, SurfaceContext, TaskResult
@@ -121,6 +122,10 @@ async def play(world: ChaosWorld, keys: list[tuple[str, str]], faults: list[Faul
 
 async def _start(world: ChaosWorld, kind: str, key: str, label: str) -> WorkflowHandle[Any, Any]:
     context = SurfaceContext(surface="cli", channel=f"chaos-{label}", user=APPROVER)
+    if kind == "slack":  # a mention in a thread of the fake Slack
+        thread = world.slack.add_message(SLACK_CHANNEL, f"<@{BOT_USER}> {request(kind, key)}", user="U0CHAOS")
+        context = SurfaceContext(surface="slack", channel=SLACK_CHANNEL, user="U0CHAOS", thread=thread)
+        world.threads[key] = thread
     handle, _ = await start_task(
         world.client,
         world.settings,
@@ -221,6 +226,10 @@ async def _effects(
         found["notes"] = notes.count(f"chaos-{key}")
         found["pull_requests"] = pulls.count(f"openloop/{handle.id}")
         found["subagents"] = await _count(world.client, f"WorkflowId STARTS_WITH '{handle.id}-d'")
+        thread = world.slack.thread(SLACK_CHANNEL, world.threads[key]) if key in world.threads else []
+        found["slack_answers"] = sum(
+            f"The thread of {key} is summarised." in str(m.get("text")) for m in thread
+        )
         effects[key] = found
     loops = await _count(
         world.client, f"WorkflowType = '{LOOP_WORKFLOW_NAME}' AND ExecutionStatus = 'Completed'"

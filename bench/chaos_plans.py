@@ -19,7 +19,8 @@ from typing import Any
 from config.agent import AgentConfig
 from tests.fakes.model_api import Recorded, Scripted, tool_call
 
-KINDS = ("approval", "issue", "mcp", "tree", "code", "loop")
+KINDS = ("approval", "issue", "mcp", "tree", "code", "loop", "slack")
+SLACK_CHANNEL = "C0CHAOS"  # a Slack-surface run is asked and answered in a thread here
 NEEDS_APPROVAL = {"approval", "issue", "code"}
 APPROVER = "chaos:approver"
 LOOP = "keep-green"
@@ -46,6 +47,8 @@ def plan(kind: str, key: str, repo: str) -> list[Turn]:
     if kind == "tree":
         parts = [("agent__delegate", {"task": f"[chaos child {key}-{n}] Check part {n}."}) for n in (1, 2)]
         return [parts, f"Both parts of {key} checked."]
+    if kind == "slack":  # asked in a Slack thread: its answer streams there, once
+        return [f"The thread of {key} is summarised."]
     if kind == "child":
         return [f"Part {key} is fine."]
     if kind in ("loop", "slowloop"):
@@ -117,7 +120,7 @@ def chaos_agent(repo: str, mcp_state: Path) -> AgentConfig:
             "metadata": {"name": "chaos"},
             "spec": {
                 "model_policy": {"default": "openai/gpt-4o-mini", "max_output_tokens": 256},
-                "surfaces": {"github": {"repos": [repo]}},
+                "surfaces": {"github": {"repos": [repo]}, "slack": {"channels": [SLACK_CHANNEL]}},
                 "tools": tools,
                 "mcp_servers": [
                     {

@@ -27,6 +27,7 @@ from surfaces.client import connect
 from tests.fakes.git_http import FakeGitHost
 from tests.fakes.github_api import FakeGitHub
 from tests.fakes.model_api import FakeModelAPI
+from tests.fakes.slack_api import FakeSlack
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, free_port
 from workers.setup import register_search_attributes
 
@@ -59,11 +60,13 @@ class ChaosWorld:
     model: FakeModelAPI
     github: FakeGitHub
     git: FakeGitHost
+    slack: FakeSlack
     settings: Settings
     client: Client
     agent: StoredAgent
     workers: dict[str, WorkerProc] = field(default_factory=dict)
     restarts: int = 0
+    threads: dict[str, str] = field(default_factory=dict)  # a Slack-surface run's thread
 
     # Worker processes ----------------------------------------------------------------------
 
@@ -87,6 +90,8 @@ class ChaosWorld:
             "GITHUB_TOKEN": TOKEN,
             "GITHUB_API_URL": self.github.url,
             "GITHUB_GIT_URL": self.git.url,
+            "SLACK_BOT_TOKEN": self.slack.token,
+            "OPENLOOP_SLACK_API_URL": self.slack.base_url,
         }
 
     def spawn(self, name: str) -> WorkerProc:
@@ -182,6 +187,8 @@ async def chaos_world(root: Path, name: str):  # type: ignore[no-untyped-def]
         github = FakeGitHub(token=TOKEN).start()
         stack.callback(github.stop)
         github.git_root = git.root
+        slack = FakeSlack().start()
+        stack.callback(slack.stop)
         git.make_repo(REPO, DEMO)
         github.add_repo(REPO)
         settings = Settings(
@@ -199,7 +206,7 @@ async def chaos_world(root: Path, name: str):  # type: ignore[no-untyped-def]
         client = await connect(settings)
         await register_search_attributes(client, settings.namespace)
         agent, _ = await apply_agent(await get_pool(url), chaos_agent(REPO, root / "mcp"))
-        world = ChaosWorld(root, postgres, temporal, model, github, git, settings, client, agent)
+        world = ChaosWorld(root, postgres, temporal, model, github, git, slack, settings, client, agent)
         stack.push_async_callback(world.stop_all)
         started = [world.spawn(worker) for worker in WORKERS]
         await asyncio.gather(*(world.ready(worker) for worker in started))

@@ -19,12 +19,14 @@ from temporalio.converter import decode_search_attributes
 
 from surfaces.timeline_approvals import VoidedApprovals, mcp_problems, tell_what_followed
 from surfaces.timeline_children import CHILD_EVENTS, child_wait, read_child_event
+from surfaces.timeline_code import CODE_ACTIVITIES, CodeSteps
 from surfaces.timeline_entries import Entry, EntryKind, Story, parse_iso
 from surfaces.timeline_entries import decode as _decode
 from surfaces.timeline_signals import GateView, signal_entry, update_entry
 from workers.history import event_time, local_activity_type
 from workflows import search
 from workflows.code_types import CodeActivity, CodeToolInput, CodeToolResult
+from workflows.loop_types import LoopActivity
 from workflows.mcp_types import McpCallInput, McpListResult
 from workflows.message_types import PrepareApprovalResult
 from workflows.types import (
@@ -79,6 +81,7 @@ class _Reader:
         self.gate = GateView()
         self.voids = VoidedApprovals()
         self.voided: list[Entry] = []  # approvals voided by a changed workspace
+        self.code = CodeSteps()  # a coding task's workspace: tests, edits, its pull request
 
     def read(self, event: HistoryEvent) -> None:
         at, kind, story = event_time(event), event.event_type, self.story
@@ -165,10 +168,8 @@ class _Reader:
         name = attrs.activity_type.name
         if name == ActivityName.MCP_LIST_TOOLS:
             return [Entry(at, EntryKind.TOOL, said) for said in mcp_problems(_decode(result, McpListResult))]
-        if name == CodeActivity.RUN_TOOL:
-            void = self.voids.diffed(_decode(attrs.input, CodeToolInput), _decode(result, CodeToolResult))
-            self.voided += [Entry(at, EntryKind.APPROVAL, void)] if void else []
-            return self.voided[-1:] if void else []
+        if name in CODE_ACTIVITIES:
+            return self._code(attrs, result, at)
         if name != ActivityName.CALL_MODEL:
             entry = _completed(scheduled, result, at)
             ran = _tool_input(attrs) if entry is not None else None
@@ -186,6 +187,30 @@ class _Reader:
         step = inp.step if inp else None
         entries.append(_model_entry(at, out, step))
         self.calls = [_Call(c.id, c.name.replace("__", "."), step) for c in out.tool_calls]
+        return entries
+
+    def _code(
+        self, attrs: ActivityTaskScheduledEventAttributes, result: Payloads, at: datetime
+    ) -> list[Entry]:
+        """A workspace activity's result, and an approval it voided (`surfaces.timeline_code`)."""
+        name = attrs.activity_type.name
+        inp = _decode(attrs.input, CodeToolInput) if name == CodeActivity.RUN_TOOL else None
+        if inp is not None:  # a call of the model's answer, now run (or the task's own)
+            self.calls = [c for c in self.calls if c.call_id != inp.call.call_id]
+        answered = {
+            CodeActivity.OPEN_PULL_REQUEST: "github.create_pull_request",
+            LoopActivity.ACQUIRE_WORKSPACE: "code.open_workspace",
+        }.get(name)
+        call = next((c for c in self.calls if c.tool == answered), None)
+        if call is not None:
+            self.calls.remove(call)
+        entry = self.code.entry(attrs, result, at, call.step if call else None)
+        entries = [entry] if entry is not None else []
+        if name == CodeActivity.RUN_TOOL:
+            void = self.voids.diffed(inp, _decode(result, CodeToolResult))
+            if void:
+                self.voided.append(Entry(at, EntryKind.APPROVAL, void))
+                entries.append(self.voided[-1])
         return entries
 
     def _local(self, event: HistoryEvent, at: datetime) -> Entry | None:

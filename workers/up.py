@@ -5,7 +5,8 @@ their data under the state dir, applies migrations, applies the shipped example 
 first run, compiles and applies a `./playbooks` folder when there is one (its problems are
 reported, the stack starts without it), then runs the worker, a loop worker and the HTTP
 surfaces server in this process.
-Ctrl-C or SIGTERM stops every child it started; a second `up` with the same state dir keeps all data.
+Ctrl-C or SIGTERM stops every child it started; a later `up` with the same state dir keeps all
+data, and a second one while it runs is refused (`workers.state_lock`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from surfaces.web import login_url
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, listen_socket, ports_taken
 from workers.loops import build_loop_workers
 from workers.run import report_model_keys
+from workers.state_lock import hold_state_dir
 from workers.worker import build_worker
 
 
@@ -119,9 +121,23 @@ async def run_stack(
 ) -> None:
     """Start every part, serve until Ctrl-C or SIGTERM, then stop every part.
 
-    Nothing starts when a port is taken. A part that fails to start (the HTTP server
+    Nothing starts when another `up` holds the state folder (`workers.state_lock`, held until
+    every part has stopped) or a port is taken. A part that fails to start (the HTTP server
     included) stops the parts already started and leaves no stack.json behind.
     """
+    ui = f"http://127.0.0.1:{settings.temporal_ui_port}"
+    where = {
+        "temporal_address": settings.temporal_address,
+        "web_ui": ui,
+        "http": f"http://{settings.http_address}",
+    }
+    with hold_state_dir(settings.state_dir, where):
+        await _run_stack(settings, console, on_ready)
+
+
+async def _run_stack(
+    settings: Settings, console: Console, on_ready: Callable[[Stack], object] | None
+) -> None:
     taken = ports_taken(wanted_ports(settings))
     if taken:
         raise RuntimeError(

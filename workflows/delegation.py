@@ -33,6 +33,7 @@ from temporalio.workflow import ChildWorkflowHandle, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from config.subagents import DEFAULT_MAX_PARALLEL, SubagentProfile, allows_tool
+    from workflows import search
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.delegate_tool import CHILD_WAITING_SIGNAL, ChildWait, TeammateLookup, TeammateStart
     from workflows.tool_catalog import ToolSet
@@ -42,6 +43,7 @@ with workflow.unsafe.imports_passed_through():
         BudgetUsage,
         TaskInput,
         TaskResult,
+        TaskStatus,
         ToolCallResult,
     )
 
@@ -170,6 +172,14 @@ class Delegation:
             result_type=TaskResult,
             parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
             static_summary=summary,
+            # Found by the same filters as the task that asked (agent, channel, surface).
+            search_attributes=search.task_attributes(
+                child.agent.name,
+                child.agent.workspace,
+                child.context.channel,
+                child.context.surface,
+                TaskStatus.RUNNING.value,
+            ),
         )
         self.running[child.task_id] = handle
         if self.cancelled:  # the parent was cancelled while this child was starting

@@ -13,6 +13,7 @@ from temporalio.exceptions import ChildWorkflowError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from workflows import search
     from workflows.activity_options import LOCAL_OPTIONS
     from workflows.code_types import CodeSetup, WorkspaceState
     from workflows.delegate_tool import TeammateLookup, TeammateStart
@@ -103,6 +104,13 @@ class AgentFixer:
                 result_type=TaskResult,
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
                 static_summary=f"{name} fixes round {round_} of {spec.name}",
+                search_attributes=search.task_attributes(
+                    agent.name,
+                    agent.workspace,
+                    child.context.channel,
+                    child.context.surface,
+                    TaskStatus.RUNNING.value,
+                ),
             )
             reply, status, reason, usage = result.reply, result.status, result.reason, result.usage
         except ChildWorkflowError as err:

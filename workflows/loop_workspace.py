@@ -46,6 +46,17 @@ WORKER_SHUTDOWN = "WorkerShutdown"
 class WorkspaceLost(Exception):
     """The worker holding the workspace stopped answering: rebuild it elsewhere."""
 
+    def __init__(self, message: str, *, shutdown: bool = False) -> None:
+        super().__init__(message)
+        self.shutdown = shutdown  # the worker stopped gracefully (a deploy), not a crash
+
+
+def interruption(lost: WorkspaceLost, round_: int, step: str | None) -> str:
+    """What a round's report says of a command cut short with its workspace."""
+    what = f"round {round_} {step}" if step else f"round {round_}"
+    how = "by a worker shutdown" if lost.shutdown else "when its worker stopped answering"
+    return f"{what} interrupted {how}; run again on a new workspace"
+
 
 def why(err: BaseException) -> str:
     """An activity failure's cause in words."""
@@ -131,5 +142,6 @@ async def on_workspace(
         )
     except ActivityError as err:
         if _lost(err):
-            raise WorkspaceLost(f"{workspace.worker}: {why(err)}") from None
+            shutdown = isinstance(err.cause, ApplicationError) and err.cause.type == WORKER_SHUTDOWN
+            raise WorkspaceLost(f"{workspace.worker}: {why(err)}", shutdown=shutdown) from None
         raise

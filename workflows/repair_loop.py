@@ -18,7 +18,7 @@ from temporalio.exceptions import ActivityError
 from workflows import loop_workspace
 from workflows.loop_fixer import AgentFixer
 from workflows.loop_progress import LoopProgress
-from workflows.loop_workspace import WorkspaceLost, why
+from workflows.loop_workspace import WorkspaceLost, interruption, why
 
 with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import STORE_OPTIONS, SURFACE_OPTIONS
@@ -127,7 +127,7 @@ class RepairLoopWorkflow:
         )
         self._fixer = AgentFixer(inp) if spec.fixer_agent else None
         workspace = await self._acquire(inp)
-        last_error, round_, reacquired = "", 1, 0
+        last_error, round_, reacquired, interrupted = "", 1, 0, ""
         started = workflow.now()
         while True:
             limit = spec.limits.max_duration_s
@@ -155,6 +155,8 @@ class RepairLoopWorkflow:
                 if reacquired > inp.timeouts.max_reacquires:
                     raise WorkspaceLost(f"lost the workspace {reacquired} times; last: {lost}") from None
                 workflow.logger.warning("workspace lost in round %d (%s); rebuilding it", round_, lost)
+                assert self._view is not None
+                interrupted = interruption(lost, round_, self._view.step)
                 workspace = await self._acquire(inp)
                 continue  # the same round again, from the last finished round's diff
             judgement = progress.judge(results)
@@ -168,8 +170,10 @@ class RepairLoopWorkflow:
                 loop_id=inp.loop_id, round=round_, commands=results, failing_tests=judgement.failing,
                 fixed_tests=judgement.fixed, broken_tests=judgement.broken, gone_tests=judgement.gone,
                 metric=judgement.metric,
-                verdict=judgement.verdict, diff=diff, worker=workspace.worker, note=judgement.note,
+                verdict=judgement.verdict, diff=diff, worker=workspace.worker,
+                note="; ".join(filter(None, [interrupted, judgement.note])),
             )  # fmt: skip
+            interrupted = ""
             await workflow.execute_activity(
                 LoopActivity.RECORD_ROUND, report, summary=f"round {round_}: {judgement.verdict}", **_STORE
             )

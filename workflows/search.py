@@ -6,7 +6,7 @@ Registered by `openloop up` (dev server flags) or `openloop setup` against a clu
 
 from __future__ import annotations
 
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 from workflows.playbook_types import PLAYBOOK_SEARCH_ATTRIBUTE
 
@@ -19,6 +19,22 @@ COST_USD = SearchAttributeKey.for_float("OpenLoopCostUsd")
 PLAYBOOK = SearchAttributeKey.for_keyword(PLAYBOOK_SEARCH_ATTRIBUTE)  # a playbook run's playbook
 
 ALL_KEYS = (AGENT, WORKSPACE, CHANNEL, SURFACE, STATUS, COST_USD, PLAYBOOK)
+
+
+def task_attributes(
+    agent: str, workspace: str, channel: str, surface: str, status: str
+) -> TypedSearchAttributes:
+    """What a task is filtered by: the agent, its workspace, where it was asked, its status.
+    Set when a task starts, a child task (a teammate, a subagent, a loop's fixer) included."""
+    return TypedSearchAttributes(
+        [
+            SearchAttributePair(AGENT, agent),
+            SearchAttributePair(WORKSPACE, workspace),
+            SearchAttributePair(CHANNEL, channel),
+            SearchAttributePair(SURFACE, surface),
+            SearchAttributePair(STATUS, status),
+        ]
+    )
 
 
 def dev_server_flags() -> list[str]:

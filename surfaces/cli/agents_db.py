@@ -14,11 +14,10 @@ from typing import TypeVar
 import psycopg
 import typer
 from psycopg_pool import AsyncConnectionPool
-from rich.console import Console
-from rich.markup import escape
 
 from activities.store.db import apply_migrations_async, get_pool
 from config.settings import Settings
+from surfaces.cli.errors import say
 
 T = TypeVar("T")
 
@@ -32,8 +31,7 @@ class _DatabaseUnavailable(Exception):
 
 def fail(message: str, code: int) -> typer.Exit:
     """Print `message` as an error on stderr; the caller raises the returned `Exit`."""
-    console = Console(stderr=True, highlight=False)
-    console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    say(message)
     return typer.Exit(code)
 
 

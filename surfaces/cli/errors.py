@@ -24,6 +24,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from typer.core import TyperGroup
 
 from surfaces.cli.terminal import commands, make_console
+from surfaces.task_lookup import TaskNotFound
 
 EXIT_FAILED = 1
 EXIT_UNAVAILABLE = 2
@@ -133,8 +134,8 @@ def describe(exc: BaseException) -> CliError | None:
         str(exc).startswith("Cannot reach Temporal") or "No database configured" in str(exc)
     ):
         return CliError(str(exc), EXIT_UNAVAILABLE)
-    if isinstance(exc, LookupError) and type(exc).__name__ == "TaskNotFound":
-        return CliError(str(exc), EXIT_FAILED)
+    if isinstance(exc, TaskNotFound):
+        return CliError(f"{exc}: `openloop tasks list` lists the tasks", EXIT_FAILED)
     return None
 
 
@@ -149,13 +150,24 @@ def _database_problem(exc: BaseException) -> CliError | None:
             "the database has no OpenLoop tables yet: `openloop up` (or `openloop setup`) adds them"
         )
     if isinstance(exc, PoolTimeout | psycopg.OperationalError):
-        reason = database_down_reason() or str(exc)
-        return CliError(
-            f"cannot reach the database ({reason}): is the stack running? `openloop status` tells; "
-            "`openloop up` starts it",
-            EXIT_UNAVAILABLE,
-        )
+        return _database_down(database_down_reason() or str(exc))
     return None
+
+
+def _database_down(reason: str) -> CliError:
+    return CliError(
+        f"cannot reach the database ({reason}): is the stack running? `openloop status` tells; "
+        "`openloop up` starts it",
+        EXIT_UNAVAILABLE,
+    )
+
+
+def require_database(url: str) -> None:
+    """Fail at once, in one line, when the database at `url` does not take a connection
+    (a pool would wait for its timeout, logging each try)."""
+    reason = database_down_reason(url)
+    if reason is not None:
+        raise _database_down(reason)
 
 
 def database_down_reason(url: str | None = None) -> str | None:
@@ -202,11 +214,15 @@ class OpenLoopGroup(TyperGroup):
             raise typer.Exit(problem.code) from None
 
 
-def quiet_temporal_client() -> None:
-    """A Temporal client in this process logs nothing of its own: a command that loses the
-    stack says so once (above), instead of the client's retry warnings on stderr first.
-    Call before any client connects; the servers (`SERVER_COMMANDS`) keep the warnings."""
+def quiet_clients() -> None:
+    """The Temporal client and the database pool in this process log nothing of their own: a
+    command that loses the stack says so once (above), instead of their retry warnings on
+    stderr first. Call before any client connects; the servers (`SERVER_COMMANDS`) keep them."""
+    import logging
+
     from temporalio.runtime import Runtime, TelemetryConfig
+
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
 
     try:
         Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=None, metrics=None)))

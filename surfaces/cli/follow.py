@@ -8,6 +8,9 @@ ones are printed before the answer.
 
 With no terminal to answer on, `ask` does not wait for a person: it prints the exact command
 that would move the task on and returns, unless told to follow for a while (`--timeout`).
+On a terminal, the `[y/N]` question races the task: when the approval is decided elsewhere
+(another terminal, Slack, the dashboard), expires, or the task ends, the question is taken
+back and following goes on to the reply.
 """
 
 from __future__ import annotations
@@ -268,7 +271,7 @@ async def _confirm(question: str, out: Console, answers: int) -> bool | None:
     loop.add_reader(answers, readable)
     try:
         while True:
-            out.print(f"{escape(question)} [y/N]: ", end="")
+            out.print(escape(f"{question} [y/N]: "), end="")
             line = await lines.get()
             if line is None:
                 out.print()

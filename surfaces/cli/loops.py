@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,10 +31,12 @@ from surfaces.cli.loop_doctor import doctor as run_doctor
 from surfaces.cli.loop_follow import follow, heartbeat, progress_view
 from surfaces.cli.loop_views import ending, report_lines, round_table, running_line
 from surfaces.cli.memory import EXIT_NOT_FOUND, fail, run_with_pool, who
+from surfaces.cli.patch_paths import prefix_paths, repository_prefix
 from surfaces.client import connect
 from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopInput, LoopResult, LoopSpec, RepoSource
 
 EXIT_INVALID = 4
+LIST_HINT = "`openloop loops list` lists the loops"
 DEMO_PROJECT = Path(__file__).resolve().parents[2] / "config" / "loops" / "demo-project"
 
 loops_app = typer.Typer(
@@ -170,7 +173,7 @@ def status(
     found = asyncio.run(read())
     row, reports = found["row"], found["reports"]
     if row is None and found["view"] is None:
-        raise fail(f"no loop {loop_id}", EXIT_NOT_FOUND)
+        raise fail(f"no loop {loop_id!r}: {LIST_HINT}", EXIT_NOT_FOUND)
     if as_json:
         view = found["view"]
         print(
@@ -220,7 +223,8 @@ def logs(
     """Print the stored output of a loop's commands."""
     outputs = run_with_pool(lambda pool: loop_rows.outputs(pool, loop_id, round_, step))
     if not outputs:
-        raise fail(f"no stored output for {loop_id}" + (f" round {round_}" if round_ else ""), EXIT_NOT_FOUND)
+        where = f"{loop_id!r}" + (f" round {round_}" if round_ else "")
+        raise fail(f"no stored output for {where}: {LIST_HINT}", EXIT_NOT_FOUND)
     for output in outputs:
         console.rule(f"round {output['round']} · {output['step']}")
         if output["truncated"]:
@@ -233,7 +237,7 @@ def report(loop_id: str, as_json: Annotated[bool, typer.Option("--json")] = Fals
     """Print each round's report: commands, exit codes, durations, failing tests, verdict."""
     reports = run_with_pool(lambda pool: loop_rows.reports(pool, loop_id))
     if not reports:
-        raise fail(f"no finished rounds for {loop_id}", EXIT_NOT_FOUND)
+        raise fail(f"no finished rounds for {loop_id!r}: {LIST_HINT}", EXIT_NOT_FOUND)
     if as_json:
         print(json.dumps([r.model_dump(mode="json") for r in reports], indent=2))
         return
@@ -244,17 +248,24 @@ def report(loop_id: str, as_json: Annotated[bool, typer.Option("--json")] = Fals
 
 @loops_app.command()
 def diff(loop_id: str) -> None:
-    """Print the loop's change (its last round's diff from the base), ready for `git apply`."""
+    """Print the loop's change (its last round's diff from the base), ready for `git apply`:
+    for a project in a folder of another repository (`loops init` in a clone), named from that
+    repository's top, so `git -C FOLDER apply` and `git apply` at the top both take it."""
 
-    async def read(pool: Any) -> bytes | None:
+    async def read(pool: Any) -> tuple[bytes | None, str | None]:
         reports = await loop_rows.reports(pool, loop_id)
         last = next((r.diff for r in reversed(reports) if r.diff is not None), None)
-        return None if last is None else await loop_rows.load_diff(pool, last.sha256)
+        row = await loop_rows.loop_row(pool, loop_id)
+        folder = ((row or {}).get("spec") or {}).get("repo", {}).get("path")
+        return (None if last is None else await loop_rows.load_diff(pool, last.sha256)), folder
 
-    patch = run_with_pool(read)
+    patch, folder = run_with_pool(read)
     if patch is None:
-        raise fail(f"no stored diff for {loop_id}", EXIT_NOT_FOUND)
-    print(patch.decode(errors="replace"), end="")
+        raise fail(f"no stored diff for {loop_id!r}: {LIST_HINT}", EXIT_NOT_FOUND)
+    patch = prefix_paths(patch, repository_prefix(folder))
+    sys.stdout.flush()
+    sys.stdout.buffer.write(patch)  # the exact bytes: a binary part must reach `git apply` whole
+    sys.stdout.buffer.flush()
 
 
 @loops_app.command("list")

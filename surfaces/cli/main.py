@@ -13,7 +13,7 @@ import sys
 import typer
 from typer.core import TyperOption
 
-from surfaces.cli.errors import OpenLoopGroup, quiet_temporal_client, serves
+from surfaces.cli.errors import OpenLoopGroup, quiet_clients, serves
 
 _option_type = TyperOption.display_type_rich
 
@@ -89,7 +89,7 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
     if not serves(sys.argv[1:]):
-        quiet_temporal_client()
+        quiet_clients()
     if len(sys.argv) < 2 or sys.argv[1] not in CLIENT_COMMANDS:
         app()
         return

@@ -25,6 +25,7 @@ from rich.table import Table
 from activities.store.agents import get_agent
 from activities.store.memory import forget, list_memories, search
 from config.settings import Settings
+from surfaces.cli.errors import require_database, say
 from workflows.types import MemoryScopeRef
 
 T = TypeVar("T")
@@ -40,7 +41,7 @@ def register(app: typer.Typer) -> None:
 
 
 def fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {escape(message)}")
+    say(message)
     return typer.Exit(code)
 
 
@@ -52,6 +53,8 @@ def run_with_pool(work: Callable[[AsyncConnectionPool], Awaitable[T]]) -> T:
             "no database configured: run `openloop up`, or set OPENLOOP_DATABASE_URL",
             EXIT_NO_DATABASE,
         )
+
+    require_database(url)  # down: one line at once, not after the pool's wait
 
     async def main() -> T:
         async with AsyncConnectionPool(

@@ -10,11 +10,11 @@ from typing import TypeVar
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from temporalio.client import Client
 
 from config.settings import Settings
-from surfaces.cli.terminal import commands, make_console
+from surfaces.cli.errors import say
+from surfaces.cli.terminal import make_console
 from surfaces.client import connect
 from surfaces.task_lookup import TaskNotFound
 
@@ -45,6 +45,6 @@ def run(work: Callable[[Settings, Client | None], Awaitable[T]], *, needs_client
     try:
         return asyncio.run(main())
     except (Fail, TaskNotFound, RuntimeError) as exc:  # connect() says how to reach Temporal
-        make_console(stderr=True).print(f"[red]error:[/red] {escape(commands(str(exc)))}", soft_wrap=True)
+        say(str(exc))
         code = EXIT_FAILED if isinstance(exc, TaskNotFound) else EXIT_UNAVAILABLE
         raise typer.Exit(exc.code if isinstance(exc, Fail) else code) from None

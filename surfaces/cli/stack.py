@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from config.settings import Settings
@@ -37,7 +38,7 @@ def register(app: typer.Typer) -> None:
         try:
             asyncio.run(run_stack(settings, console, on_ready))
         except (RuntimeError, TimeoutError, FileNotFoundError) as exc:
-            console.print(f"[red]openloop up failed:[/] {exc}")
+            console.print(f"[red]openloop up failed:[/] {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(1) from None
 
     @app.command()

@@ -29,7 +29,7 @@ from activities.store.agents import get_agent
 from activities.store.db import close_pools, get_pool
 from config.settings import Settings
 from surfaces.cli.approval_view import what_is_asked
-from surfaces.cli.errors import EXIT_UNAVAILABLE, CliError, database_down_reason, rpc_problem
+from surfaces.cli.errors import CliError, require_database, rpc_problem
 from surfaces.cli.follow import Followed, follow_task
 from surfaces.cli.terminal import commands, make_console
 from surfaces.client import connect
@@ -161,13 +161,7 @@ async def _ask(
 ) -> Followed | None:
     settings = Settings.from_env()
     url = settings.require_database_url()
-    down = await asyncio.to_thread(database_down_reason, url)  # at once, not after the pool's wait
-    if down is not None:
-        raise CliError(
-            f"cannot reach the database ({down}): is the stack running? `openloop status` tells; "
-            "`openloop up` starts it",
-            EXIT_UNAVAILABLE,
-        )
+    await asyncio.to_thread(require_database, url)  # down: at once, not after the pool's wait
     pool = await get_pool(url)
     stored = await get_agent(pool, agent_name)
     if stored is None:

@@ -20,9 +20,9 @@ import os
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 
 from config.settings import Settings
+from surfaces.cli.errors import say
 
 EXIT_FAILED = 1
 EXIT_MISSING_SETTING = 2
@@ -31,7 +31,7 @@ _PROMOTE_RETRY_SECONDS = 5.0
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True, highlight=False).print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+    say(message)
     return typer.Exit(code)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
 import uuid
 from collections.abc import AsyncIterator
 
@@ -22,6 +23,7 @@ from activities.tools.catalog import specs_for
 from config.loader import parse_agent
 from surfaces.cli.follow import follow_task
 from surfaces.cli.main import app
+from surfaces.decisions import decide
 from tests.helpers import pending_approval
 from tests.workflow.record_histories import ISSUE_ARGS, ISSUES_YAML
 from tests.workflow.scripted import Script, say, use
@@ -30,7 +32,7 @@ from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
 from workflows import search
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.types import ApprovalDecision, SurfaceContext, TaskInput, TaskResult, TaskStatus
+from workflows.types import ApprovalDecision, Decision, SurfaceContext, TaskInput, TaskResult, TaskStatus
 
 Handle = WorkflowHandle[AgentTaskWorkflow, TaskResult]
 
@@ -134,6 +136,68 @@ async def test_the_live_view_prints_every_step_in_order_before_the_answer(
     ]
     positions = [text.find(part) for part in order]
     assert -1 not in positions and positions == sorted(positions), text
+
+
+async def _prompted(buffer: io.StringIO) -> None:
+    for _ in range(600):  # the live view has asked [y/N]
+        if "[y/N]" in buffer.getvalue():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(buffer.getvalue())
+
+
+async def test_the_prompt_ends_when_the_approval_is_decided_elsewhere(
+    client: Client, task_queue: str, worker: Worker
+) -> None:
+    handle = await _start(client, task_queue)
+    out, buffer = _console()
+    typed, keyboard = os.pipe()  # a terminal nobody answers
+    try:
+        following = asyncio.create_task(
+            follow_task(handle, out, interactive=True, user="U_ALICE", answers=typed)
+        )
+        await _prompted(buffer)
+        pending = await pending_approval(handle)
+        said = ApprovalDecision(pending.request_id, pending.action_id, "U_ALICE")
+        verdict = await decide(handle, None, Decision(approve=said))  # the dashboard, Slack, …
+        assert verdict.counted, verdict.reason
+        followed = await asyncio.wait_for(following, 60)
+        os.write(keyboard, b"y\n")  # answering now is too late: nobody reads it
+    finally:
+        os.close(typed)
+        os.close(keyboard)
+    assert followed.result is not None and followed.result.status == TaskStatus.SUCCESS
+    text = buffer.getvalue()
+    order = [
+        "[y/N]",
+        "No longer asked here",
+        "github.create_issue approved by U_ALICE",
+        "Filed it.",
+        "SUCCESS",
+    ]
+    positions = [text.find(part) for part in order]
+    assert -1 not in positions and positions == sorted(positions), text
+    assert "Not counted" not in text and text.count("[y/N]") == 1, text
+
+
+async def test_an_answer_at_the_prompt_decides(client: Client, task_queue: str, worker: Worker) -> None:
+    handle = await _start(client, task_queue)
+    out, buffer = _console()
+    typed, keyboard = os.pipe()
+    try:
+        following = asyncio.create_task(
+            follow_task(handle, out, interactive=True, user="U_ALICE", answers=typed)
+        )
+        await _prompted(buffer)
+        os.write(keyboard, b"maybe\ny\n")  # asked again until it is a yes or a no
+        followed = await asyncio.wait_for(following, 60)
+    finally:
+        os.close(typed)
+        os.close(keyboard)
+    assert followed.result is not None and followed.result.status == TaskStatus.SUCCESS
+    text = buffer.getvalue()
+    assert "Please answer y or n." in text and "github.create_issue approved by U_ALICE" in text, text
+    assert "No longer asked here" not in text
 
 
 async def test_explain_lists_every_decision_and_a_denied_action_is_not_a_plain_success(

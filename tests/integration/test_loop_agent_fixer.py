@@ -16,9 +16,12 @@ from temporalio.client import Client
 from activities.store.agents import StoredAgent, apply_agent
 from activities.store.db import get_pool
 from config.agent import AgentConfig
+from surfaces.task_lookup import decision_chain
+from surfaces.timeline import story_from_history
 from tests.fakes.model_api import FakeModelAPI, tool_call
 from tests.integration.coding_env import CODE_TOOLS, MODEL
 from tests.integration.loop_env import PYTEST, LoopWorld, loop_world, project_with
+from workflows import search
 from workflows.loop_types import Limits, LoopStatus, Outcome, RoundVerdict, Step
 
 FIX = {"path": "calc.py", "old": "/ (len(values) + 1)", "new": "/ len(values)"}
@@ -84,6 +87,16 @@ async def test_an_agent_fixer_repairs_the_project_in_round_two(
     # Its edit went through the workspace the loop lent it: the loop's stored diff has it.
     assert "-    return sum(values) / (len(values) + 1)" in patch
     assert "+    return sum(values) / len(values)" in patch
+
+    # The child is found by the filters a task is found by, and its story shows its tools.
+    attributes = (await client.get_workflow_handle(child).describe()).typed_search_attributes
+    assert attributes.get(search.AGENT) == agent.name
+    assert (attributes.get(search.SURFACE), attributes.get(search.CHANNEL)) == ("cli", "loops")
+    assert attributes.get(search.STATUS) == "SUCCESS"
+    told = story_from_history((await client.get_workflow_handle(child).fetch_history()).events)
+    chain = "\n".join(decision_chain(told))
+    assert "tool: code.edit_file: ok: Edited calc.py" in chain, chain
+    assert "tool: code.run_tests: tests after the change: passed" in chain, chain
 
 
 async def test_a_budget_one_child_overspends_ends_the_loop_budget_exhausted(

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from tests.integration.up_env import OPENLOOP, cli, start_up, stop
-from workers.embedded import port_open
+from workers.embedded import free_port, port_open
 
 
 @pytest.fixture
@@ -35,6 +35,20 @@ def test_up_serves_everything_runs_a_task_and_stops_cleanly(
     status = cli(stack_env, "status")
     assert status.returncode == 0, status.stdout + status.stderr
     assert "slack inbox" in status.stdout and "ok (0 waiting)" in status.stdout
+
+    # A second `up` on the same state folder, on other ports: refused, naming this one.
+    other = {
+        **stack_env,
+        "OPENLOOP_TEMPORAL_ADDRESS": f"127.0.0.1:{free_port()}",
+        "OPENLOOP_TEMPORAL_UI_PORT": str(free_port()),
+        "OPENLOOP_HTTP_ADDRESS": f"127.0.0.1:{free_port()}",
+    }
+    second = subprocess.run([*OPENLOOP, "up"], env=other, capture_output=True, text=True, timeout=120)
+    said = second.stdout + second.stderr
+    assert second.returncode == 1, said
+    assert f"(process {running.pid}, started " in said and f"HTTP {stack['http']}" in said, said
+    assert json.loads((Path(stack_env["OPENLOOP_STATE_DIR"]) / "stack.json").read_text()) == stack
+    assert cli(stack_env, "status").returncode == 0  # the first stack: still up, still found
 
     # A second terminal: ask (it parks on the approval), approve, and the answer arrives.
     asked = subprocess.Popen(

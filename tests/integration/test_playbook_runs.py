@@ -1,8 +1,9 @@
 """Playbook runs on the real dev server and Postgres, each step a child agent task answered by
 the scripted model API: a cron playbook's schedule fires and runs its steps in order with the
-outputs passed along (each declared output asked for in the provider's structured mode); an answer that does not validate twice fails the run with the reason;
-applying a changed cron updates the schedule and removing the playbook deletes it; an emitted
-event starts the playbook listening for it."""
+outputs passed along (each declared output asked for in the provider's structured mode); an
+answer that does not validate twice fails the run with the reason; applying a changed cron
+updates the schedule and removing the playbook deletes it; an emitted event starts the
+playbook listening for it."""
 
 from __future__ import annotations
 

@@ -4,18 +4,24 @@ git's smart HTTP with the agent's token, and every command run in bubblewrap."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from pathlib import Path
 
 from click.testing import Result
 from temporalio.client import Client
 from typer.testing import CliRunner
 
+from config.loop import load_loop_file
 from surfaces.cli.main import app
 from tests.integration.loop_env import PYTEST, loop_world, project_with
 from workers.history import replay
 from workflows.loop_types import Baseline, Limits, LoopStatus, Outcome, RoundVerdict, Step, WorkerTimeouts
 
 FIX = "python autofix.py {last_error}"
+
+
+def _git(cwd: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True)
 
 
 async def _cli(*args: str, pg_url: str) -> Result:
@@ -220,3 +226,31 @@ async def test_no_round_starts_after_the_loops_wall_clock_limit(
 
     assert result.status is LoopStatus.TIMED_OUT
     assert len(reports) == 1 and "past limits.max_duration (1 s), after 1 round(s)" in result.reason
+
+
+async def test_the_readme_takes_the_fix_where_it_runs_loops_init(
+    client: Client, pg_url: str, tmp_path: Path
+) -> None:
+    # As the README runs it: `loops init` in a clone of a repository writes loop.yaml and
+    # demo-project/ there; the loop repairs demo-project; from the clone,
+    # `loops diff ID | git -C demo-project apply` takes the fix into demo-project.
+    clone = tmp_path / "clone"
+    assert (await asyncio.to_thread(_git, tmp_path, "init", "-q", str(clone))).returncode == 0
+    made = await asyncio.to_thread(CliRunner().invoke, app, ["loops", "init", str(clone)])
+    assert made.exit_code == 0, made.output
+    spec = load_loop_file(clone / "loop.yaml")
+    assert spec.repo.path == str(clone / "demo-project")
+    async with loop_world(client, pg_url, tmp_path, project_with(tmp_path)) as world:
+        loop_id, result = await world.run(spec)
+    assert result.status is LoopStatus.SUCCESS, result.reason
+
+    diff = await _cli("loops", "diff", loop_id, pg_url=pg_url)
+    assert diff.exit_code == 0, diff.output
+    assert b"+++ b/demo-project/calc.py" in diff.stdout_bytes  # named from the clone's top
+    applied = await asyncio.to_thread(_git, clone, "-C", "demo-project", "apply", stdin=diff.stdout_bytes)
+    assert applied.returncode == 0, applied.stderr
+    assert "return sum(values) / len(values)" in (clone / "demo-project" / "calc.py").read_text()
+    # The same patch applies at the clone's top too.
+    undone = await asyncio.to_thread(_git, clone, "apply", "-R", stdin=diff.stdout_bytes)
+    assert undone.returncode == 0, undone.stderr
+    assert "(len(values) + 1)" in (clone / "demo-project" / "calc.py").read_text()

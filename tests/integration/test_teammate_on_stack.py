@@ -7,6 +7,7 @@ teammate's."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from pathlib import Path
 
 import psycopg
@@ -20,7 +21,9 @@ from config.loader import example_agent
 from config.settings import Settings
 from config.skills import load_skill
 from surfaces.tasks import start_task, task_id_for
+from tests.helpers import eventually_async
 from workers.worker import build_worker
+from workflows import search
 from workflows.types import SurfaceContext, TaskInput, TaskResult, TaskStatus
 
 EXAMPLE_SKILLS = Path(__file__).resolve().parents[2] / "config" / "skills"
@@ -43,6 +46,11 @@ async def started_with(client: Client, task_id: str) -> TaskInput:
     [decoded] = await client.data_converter.decode(attrs.input.payloads, [TaskInput])
     assert isinstance(decoded, TaskInput)
     return decoded
+
+
+async def _both(listed: Awaitable[set[str]], wanted: set[str]) -> set[str] | None:
+    found = await listed
+    return found if found >= wanted else None
 
 
 async def test_dev_platform_checks_with_security_reviewer_and_quotes_its_answer(
@@ -96,3 +104,17 @@ async def test_dev_platform_checks_with_security_reviewer_and_quotes_its_answer(
     # The caller's answer quotes the teammate's.
     assert "security-reviewer (SUCCESS" in result.reply
     assert answer.reply.splitlines()[0] in result.reply
+    # The teammate's task is found by the filters of the one that asked it: same channel and
+    # surface, its own agent.
+    attributes = (await client.get_workflow_handle(child_id).describe()).typed_search_attributes
+    assert attributes.get(search.AGENT) == "security-reviewer"
+    assert (attributes.get(search.SURFACE), attributes.get(search.CHANNEL)) == ("cli", context.channel)
+
+    async def in_the_channel() -> set[str]:
+        query = f"{search.CHANNEL.name} = '{context.channel}'"
+        return {execution.id async for execution in client.list_workflows(query)}
+
+    found = await eventually_async(
+        lambda: _both(in_the_channel(), {task_id, child_id}), "both tasks in the channel's list"
+    )
+    assert found == {task_id, child_id}

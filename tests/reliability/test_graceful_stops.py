@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowHandle
 
+from activities.store import loops as loop_store
+from activities.store.db import get_pool
 from bench.chaos_plans import APPROVER, request, respond
 from bench.chaos_world import REPO, ChaosWorld, chaos_world
 from surfaces.tasks import start_task
@@ -169,3 +171,7 @@ async def test_a_loop_command_longer_than_the_grace_period(world: ChaosWorld) ->
     assert result.status is LoopStatus.SUCCESS, result
     history = (await loop.fetch_history()).to_json()
     assert "WorkerShutdown" in history  # the command was cut, and run again on the new worker
+    rounds = await loop_store.reports(await get_pool(world.settings.require_database_url()), loop.id)
+    notes = [report.note for report in rounds if "interrupted" in report.note]
+    assert len(notes) == 1 and "interrupted by a worker shutdown; run again on a new workspace" in notes[0]
+    assert notes[0].startswith(("round 1 verify", "round 1 fix", "round 2 verify", "round 2 fix")), notes

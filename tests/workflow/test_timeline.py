@@ -97,3 +97,33 @@ def test_a_budget_stop_and_a_follow_up_read_as_what_happened() -> None:
     assert asked.at is not None and answered.at is not None
     assert answered.at - asked.at == pytest.approx(timedelta(minutes=10), abs=timedelta(seconds=5))
     assert decision_chain(follow)[-1] == "stop: SUCCESS: answered"
+
+
+def test_a_coding_task_shows_its_workspace_tests_edit_and_pull_request() -> None:
+    told = story("coding_pull_request")
+    chain = decision_chain(told)
+    tools = [line for line in chain if line.startswith("tool: ")]
+    opened = only(told.entries, "tool", "code.open_workspace: ok: opened acme/api-e4eb15 at main")
+    assert opened.step == 1
+    before = [e.step for e in told.entries if "tests before any change: failed: 1 failing" in e.what]
+    assert before == [1, 2]  # the task's own run when the workspace opened, then the model's
+    edit = only(told.entries, "tool", "code.edit_file: ok: Edited calc.py")
+    assert edit.step == 4 and "the workspace's diff: 1 file(s) changed, +1 −1" in edit.what
+    after = only(told.entries, "tool", "code.run_tests: tests after the change: passed")
+    assert after.step == 5
+    pull = only(told.entries, "tool", "github.create_pull_request: ok: opened draft pull request #1:")
+    assert "https://github.test/acme/api-e4eb15/pull/1" in pull.what and pull.who == "cli:local"
+    # In order, each after the model step that asked for it; the link after the approval.
+    order = [
+        "code.open_workspace: ok",
+        "tests before any change",
+        "code.search: ok",
+        "code.edit_file: ok",
+        "tests after the change: passed",
+        "github.create_pull_request: ok",
+    ]
+    positions = [next(i for i, line in enumerate(tools) if part in line) for part in order]
+    assert positions == sorted(positions), tools
+    assert chain.index(next(line for line in chain if "approved by cli:local" in line)) < chain.index(
+        next(line for line in chain if "opened draft pull request" in line)
+    )
