@@ -86,7 +86,8 @@ async def estimate_finishing(inp: PrepareApprovalInput) -> tuple[float, str]:
         per_step = spent / calls
         return per_step * steps, (
             f"{steps} more step{plural} at the {usd_text(per_step)} a step of this task so far "
-            f"(about {per_prompt}+{per_completion} tokens at {inp.model})"
+            f"(about {per_prompt}+{per_completion} tokens, cached input and reasoning billed at "
+            f"{inp.model}'s prices)"
         )
     list_priced = step_cost(inp.model, per_prompt, max(per_completion, 1))
     if list_priced is None:

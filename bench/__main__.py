@@ -10,6 +10,11 @@ Each bench runs on one embedded stack started for the run (Temporal dev server i
 PostgreSQL + pgvector, a fake GitHub), writes bench/results/<bench>.json, and the tables
 are printed and written into bench/RESULTS.md between its generated-section markers.
 Run it from the repository root, on a quiet machine (`uptime`).
+
+`python -m bench chaos [--quick|--full] [--seed N]` is apart from `all`: it starts its own
+stack of processes (PostgreSQL, a Temporal dev server on a file, two agent workers and a loop
+worker) twice, and stops them at seeded moments the second time (about 4 minutes at the
+default size, 2 quick); see `bench.chaos`.
 """
 
 from __future__ import annotations

@@ -18,25 +18,32 @@ import shutil
 import signal
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
+from activities.playbooks.starts import start_run
 from activities.store.db import get_pool
-from bench.chaos_plans import APPROVER, KINDS, NEEDS_APPROVAL, SLACK_CHANNEL, request
-from bench.chaos_world import REPO, WORKERS, ChaosWorld, chaos_world
+from bench.chaos_outcomes import RUN_DEADLINE_S, compare, effects_of, loops_ended
+from bench.chaos_plans import (
+    APPROVER,
+    FAN,
+    KINDS,
+    NEEDS_APPROVAL,
+    SLACK_CHANNEL,
+    chaos_playbooks,
+    request,
+)
+from bench.chaos_world import WORKERS, ChaosWorld, chaos_world
 from bench.common import log
 from surfaces.tasks import start_task
-from tests.fakes.github_git import pull_requests
 from tests.fakes.slack_api import BOT_USER
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.loop_types import LOOP_WORKFLOW_NAME
+from workflows.playbook_types import PlaybookRunResult
 from workflows.types import ApprovalDecision, SurfaceContext, TaskResult
-
-RUN_DEADLINE_S = 900.0
 
 
 @dataclass
@@ -111,8 +118,8 @@ async def play(world: ChaosWorld, keys: list[tuple[str, str]], faults: list[Faul
     for task in (watcher, *approvers):
         task.cancel()
     played.outcomes = dict(zip(handles, results, strict=True))
-    await _loops_ended(world.client)
-    played.effects = await _effects(world, handles)
+    await loops_ended(world.client)
+    played.effects = await effects_of(world, handles)
     for fault in faults:
         after = [moment for moment in progress if moment > began + fault.at_s]
         fault.stall_s = round(after[0] - began - fault.at_s, 2) if after else None
@@ -121,6 +128,13 @@ async def play(world: ChaosWorld, keys: list[tuple[str, str]], faults: list[Faul
 
 
 async def _start(world: ChaosWorld, kind: str, key: str, label: str) -> WorkflowHandle[Any, Any]:
+    if kind == "playbook":  # the event that starts the fan-out playbook, which emits the next
+        fan = next(playbook for playbook in chaos_playbooks() if playbook.name == FAN)
+        pool = await get_pool(world.settings.require_database_url())
+        run_id, _ = await start_run(
+            world.client, pool, world.settings.task_queue, fan, "chaos.go", {"key": key}, f"{label}-{key}"
+        )
+        return world.client.get_workflow_handle(run_id, result_type=PlaybookRunResult)
     context = SurfaceContext(surface="cli", channel=f"chaos-{label}", user=APPROVER)
     if kind == "slack":  # a mention in a thread of the fake Slack
         thread = world.slack.add_message(SLACK_CHANNEL, f"<@{BOT_USER}> {request(kind, key)}", user="U0CHAOS")
@@ -140,7 +154,7 @@ async def _start(world: ChaosWorld, kind: str, key: str, label: str) -> Workflow
 async def _result(handle: WorkflowHandle[Any, Any]) -> str:
     while True:
         try:
-            result: TaskResult = await handle.result()
+            result: TaskResult | PlaybookRunResult = await handle.result()
             return f"{result.status.value}: {result.reason}"
         except WorkflowFailureError as failure:
             return f"FAILED: {failure.cause}"
@@ -201,60 +215,6 @@ async def _inject(world: ChaosWorld, faults: list[Fault], began: float) -> None:
         fault.took_s = round(time.monotonic() - start, 2)
 
 
-async def _effects(
-    world: ChaosWorld, handles: dict[str, WorkflowHandle[Any, Any]]
-) -> dict[str, dict[str, int]]:
-    """Each run's side effects, counted where they landed."""
-    pool = await get_pool(world.settings.require_database_url())
-    issues = [issue["title"] for issue in world.github.issues(REPO)]
-    pulls = [pull["head"]["ref"] for pull in pull_requests(world.github, REPO)]
-    notes_log = world.root / "mcp" / "calls.log"
-    notes = notes_log.read_text().splitlines() if notes_log.exists() else []
-    effects: dict[str, dict[str, int]] = {}
-    for key, handle in handles.items():
-        async with pool.connection() as conn:
-            row = await (
-                await conn.execute(
-                    "SELECT (SELECT count(*) FROM usage_ledger WHERE task_id = %s"
-                    " AND key LIKE 'model:%%') AS calls,"
-                    " (SELECT count(*) FROM memories WHERE content = %s) AS memories",
-                    (handle.id, f"chaos fact {key}"),
-                )
-            ).fetchone()
-        found = {"model_calls": int(row["calls"]), "memories": int(row["memories"])}  # type: ignore[index]
-        found["issues"] = issues.count(f"chaos {key}")
-        found["notes"] = notes.count(f"chaos-{key}")
-        found["pull_requests"] = pulls.count(f"openloop/{handle.id}")
-        found["subagents"] = await _count(world.client, f"WorkflowId STARTS_WITH '{handle.id}-d'")
-        thread = world.slack.thread(SLACK_CHANNEL, world.threads[key]) if key in world.threads else []
-        found["slack_answers"] = sum(
-            f"The thread of {key} is summarised." in str(m.get("text")) for m in thread
-        )
-        effects[key] = found
-    loops = await _count(
-        world.client, f"WorkflowType = '{LOOP_WORKFLOW_NAME}' AND ExecutionStatus = 'Completed'"
-    )
-    effects["loops"] = {"completed": loops}
-    return effects
-
-
-async def _loops_ended(client: Client) -> None:
-    """The repair loops the runs started run on their own: wait until none still runs."""
-    running = f"WorkflowType = '{LOOP_WORKFLOW_NAME}' AND ExecutionStatus = 'Running'"
-    deadline = time.monotonic() + RUN_DEADLINE_S
-    while time.monotonic() < deadline:
-        try:
-            if await _count(client, running) == 0:
-                return
-        except RPCError:
-            pass
-        await asyncio.sleep(1.0)
-
-
-async def _count(client: Client, query: str) -> int:
-    return len({execution.id async for execution in client.list_workflows(query)})
-
-
 def _seconds(value: float) -> Any:
     from datetime import timedelta
 
@@ -278,47 +238,3 @@ async def run(sizes: Sizes, seed: int) -> dict[str, Any]:
     if report["outcomes_equal"] == report["runs"] and report["lost_runs"] == 0:
         shutil.rmtree(root, ignore_errors=True)  # kept to read when a run differs
     return report
-
-
-def compare(
-    keys: list[tuple[str, str]], calm: Played, rough: Played, sizes: Sizes, seed: int
-) -> dict[str, Any]:
-    status = {key: outcome.split(":", 1)[0] for key, outcome in rough.outcomes.items()}
-    calm_status = {key: outcome.split(":", 1)[0] for key, outcome in calm.outcomes.items()}
-    equal = [
-        key for _, key in keys if status[key] == calm_status[key] and rough.effects[key] == calm.effects[key]
-    ]
-    duplicated = {
-        key: {name: n for name, n in rough.effects[key].items() if n > calm.effects[key].get(name, 0)}
-        for _, key in keys
-    }
-    duplicated = {key: extra for key, extra in duplicated.items() if extra}
-    lost = [key for _, key in keys if status[key] != "SUCCESS" and calm_status[key] == "SUCCESS"]
-    by_kind: dict[str, int] = {}
-    for fault in rough.faults:
-        by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
-    stalls = [fault.stall_s for fault in rough.faults if fault.stall_s is not None]
-    delays = [rough.ended_s[key] - calm.ended_s[key] for _, key in keys]
-    return {
-        "sizes": asdict(sizes),
-        "seed": seed,
-        "runs": len(keys),
-        "faults_by_kind": by_kind,
-        "outcomes_equal": len(equal),
-        "duplicated_side_effects": sum(sum(extra.values()) for extra in duplicated.values()),
-        "duplicated": duplicated,
-        "lost_runs": len(lost),
-        "lost": {key: rough.outcomes[key] for key in lost},
-        "differing": {
-            key: [calm.outcomes[key], rough.outcomes[key], calm.effects[key], rough.effects[key]]
-            for _, key in keys
-            if key not in equal
-        },  # fmt: skip
-        "loops_completed": [calm.effects["loops"]["completed"], rough.effects["loops"]["completed"]],
-        "longest_stall_s": max(stalls, default=None),
-        "most_delayed_run_s": round(max(delays, default=0.0), 1),
-        "faults": [asdict(fault) for fault in rough.faults],
-        "seconds": {"undisturbed": round(calm.seconds, 1), "with_faults": round(rough.seconds, 1)},
-        "ended_s": {"undisturbed": calm.ended_s, "with_faults": rough.ended_s},
-        "worker_restarts": rough.worker_restarts,
-    }

@@ -9,6 +9,8 @@ as the first was: an undisturbed run and a disturbed one are asked the same thin
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import sys
 import textwrap
@@ -18,8 +20,17 @@ from typing import Any
 
 from config.agent import AgentConfig
 from tests.fakes.model_api import Recorded, Scripted, tool_call
+from tests.fakes.model_stream import StreamPlan
+from workflows.playbook_types import (
+    CompiledPlaybook,
+    FieldKind,
+    PlaybookStep,
+    Trigger,
+    TriggerKind,
+    TypedField,
+)
 
-KINDS = ("approval", "issue", "mcp", "tree", "code", "loop", "slack")
+KINDS = ("approval", "issue", "mcp", "tree", "code", "loop", "slack", "playbook")
 SLACK_CHANNEL = "C0CHAOS"  # a Slack-surface run is asked and answered in a thread here
 NEEDS_APPROVAL = {"approval", "issue", "code"}
 APPROVER = "chaos:approver"
@@ -49,6 +60,8 @@ def plan(kind: str, key: str, repo: str) -> list[Turn]:
         return [parts, f"Both parts of {key} checked."]
     if kind == "slack":  # asked in a Slack thread: its answer streams there, once
         return [f"The thread of {key} is summarised."]
+    if kind == "pbstep":  # a playbook step: its declared output, whatever the step
+        return ['Checked.\n\n{"ok": true}']
     if kind == "child":
         return [f"Part {key} is fine."]
     if kind in ("loop", "slowloop"):
@@ -56,6 +69,14 @@ def plan(kind: str, key: str, repo: str) -> list[Turn]:
         return [[("loop__start", {"loop": loop})], f"Started the loop for {key}."]
     if kind == "slowmcp":
         return [[("notes__slow", {"seconds": 4})], f"Waited for the notes of {key}."]
+    if kind == "slowcode":  # its command outlasts a worker's grace period
+        return [
+            [("code__open_workspace", {"repo": repo})],
+            [("code__edit_file", FIX)],
+            [("code__run", {"command": f"sleep 15 && {PYTEST}"})],
+            [("github__create_pull_request", {"title": f"chaos {key}", "body": "Divide by n."})],
+            f"Proposed {key}.",
+        ]
     if kind == "code":
         return [
             [("code__open_workspace", {"repo": repo})],
@@ -67,9 +88,9 @@ def plan(kind: str, key: str, repo: str) -> list[Turn]:
     raise ValueError(f"no plan for {kind!r}")
 
 
-def respond(repo: str, delay: float = 0.0) -> Callable[[Recorded], Scripted | None]:
+def respond(repo: str, delay: float = 0.0, piece_delay: float = 0.0) -> Callable[[Recorded], Scripted | None]:
     """The fake model's answer to a request, from the task's own conversation, `delay`
-    seconds after it was asked."""
+    seconds after it was asked; a streamed answer's pieces `piece_delay` apart."""
 
     def answer(recorded: Recorded) -> Scripted | None:
         messages = recorded.body.get("messages") or []
@@ -88,7 +109,9 @@ def respond(repo: str, delay: float = 0.0) -> Callable[[Recorded], Scripted | No
         turns = plan(kind, key, repo)
         turn = turns[min(taken, len(turns) - 1)]
         if isinstance(turn, str):
-            return Scripted(content=turn, delay=delay)
+            return Scripted(
+                content=turn, delay=delay, stream=StreamPlan(chunk_chars=4, chunk_delay=piece_delay)
+            )
         calls = [tool_call(f"call_{key}_{taken}_{n}", name, args) for n, (name, args) in enumerate(turn)]
         return Scripted(content=None, tool_calls=calls, delay=delay)
 
@@ -155,3 +178,32 @@ def loop_file(repo: str, name: str = LOOP, verify: str = PYTEST) -> str:
             verify: {verify}
         """
     )
+
+
+FAN, TAIL = "chaos-fan", "chaos-tail"  # a playbook run of the workload, and the one it emits
+
+
+def chaos_playbooks() -> list[CompiledPlaybook]:
+    """Two steps in parallel and a join that emits `chaos.done`, which starts the second."""
+    ok = (TypedField(name="ok", kind=FieldKind.BOOL),)
+
+    def step(name: str, after: tuple[str, ...] = (), emits: str | None = None) -> PlaybookStep:
+        text = f"[chaos pbstep {name}] Check part {name}."
+        return PlaybookStep(  # its writes would wait for a person; it makes none
+            name=name,
+            agent="chaos",
+            instructions=text,
+            after=after,
+            output=ok,
+            emits=emits,
+            approval="required",
+        )
+
+    def compiled(name: str, event: str, *steps: PlaybookStep) -> CompiledPlaybook:
+        trigger = Trigger(kind=TriggerKind.EVENT, event=event)
+        made_of = json.dumps([trigger.model_dump(mode="json"), [s.model_dump(mode="json") for s in steps]])
+        digest = hashlib.sha256(made_of.encode()).hexdigest()
+        return CompiledPlaybook(name=name, trigger=trigger, steps=steps, content_hash=digest)
+
+    fan = compiled(FAN, "chaos.go", step("a"), step("b"), step("join", ("a", "b"), "chaos.done"))
+    return [fan, compiled(TAIL, "chaos.done", step("tail"))]

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
+from activities.playbooks.apply import apply_playbooks
 from activities.store.agents import StoredAgent, apply_agent
 from activities.store.db import apply_migrations_async, close_pools, get_pool
-from bench.chaos_plans import LOOP, PYTEST, SLOW_LOOP, chaos_agent, loop_file, respond
+from bench.chaos_plans import LOOP, PYTEST, SLOW_LOOP, chaos_agent, chaos_playbooks, loop_file, respond
 from config.settings import Settings
 from surfaces.client import connect
 from tests.fakes.git_http import FakeGitHost
@@ -30,6 +31,7 @@ from tests.fakes.model_api import FakeModelAPI
 from tests.fakes.slack_api import FakeSlack
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, free_port
 from workers.setup import register_search_attributes
+from workflows.playbook_types import EventType
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEMO = REPO_ROOT / "config" / "loops" / "demo-project"
@@ -206,6 +208,8 @@ async def chaos_world(root: Path, name: str):  # type: ignore[no-untyped-def]
         client = await connect(settings)
         await register_search_attributes(client, settings.namespace)
         agent, _ = await apply_agent(await get_pool(url), chaos_agent(REPO, root / "mcp"))
+        events = [EventType(name=name, fields=()) for name in ("chaos.go", "chaos.done")]
+        await apply_playbooks(client, await get_pool(url), chaos_playbooks(), events, settings.task_queue)
         world = ChaosWorld(root, postgres, temporal, model, github, git, slack, settings, client, agent)
         stack.push_async_callback(world.stop_all)
         started = [world.spawn(worker) for worker in WORKERS]

@@ -37,5 +37,7 @@ if [ "$fast" = 1 ]; then
     .venv/bin/pytest -q -p no:cacheprovider --basetemp="$basetemp" -m "not needs_server" "$@"
 else
     # Most tests wait on servers rather than compute: more workers than cores pays.
-    .venv/bin/pytest -q -p no:cacheprovider --basetemp="$basetemp" -n "${OPENLOOP_TEST_WORKERS:-4}" "$@"
+    # loadgroup: a module sharing one stack of worker processes (xdist_group) stays together.
+    .venv/bin/pytest -q -p no:cacheprovider --basetemp="$basetemp" -n "${OPENLOOP_TEST_WORKERS:-4}" \
+        --dist loadgroup "$@"
 fi

@@ -1,4 +1,4 @@
-"""The chaos run at its quick size, as CI's reliability check: the mixed workload on a stack
+"""The chaos run at its quick size, as CI's reliability check: the mixed workload (a run of each kind, a playbook chain among them) on a stack
 of real processes, once undisturbed and once under SIGTERM and SIGKILL to the agent and loop
 workers, a PostgreSQL restart and a Temporal restart, with a seed of its own. Every run ends
 as it did undisturbed, with each side effect once; the section renders from the JSON. The
@@ -23,7 +23,7 @@ async def test_every_run_survives_deploys_and_crashes_with_each_side_effect_once
     assert report["lost_runs"] == 0, report["lost"]
     assert report["duplicated_side_effects"] == 0, report["duplicated"]
     assert report["outcomes_equal"] == report["runs"] == len(chaos.KINDS), report["differing"]
-    assert report["loops_completed"] == [1, 1]
+    assert report["loops_completed"] == [1, 1] and report["emitted_runs"] == [1, 1]
     out = tmp_path / "results"
     write_result("chaos", {**report, "preset": "smoke", "load_avg_at_start": [0.0]}, out)
     assert json.loads((out / "chaos.json").read_text())["runs"] == report["runs"]

@@ -2,8 +2,10 @@
 agent workers and a loop worker, `openloop worker [--loops]`, as `bench.chaos_world` starts
 them): every worker of the role doing the work is stopped the way Kubernetes stops a pod,
 and replacements start. The run goes on on them, ends as it would have, and does each side
-effect once. Mid model call, waiting for an approval, mid MCP call, with subagents asking
-the model, a repair loop's command that outlasts the grace period, a coding task's tests.
+effect once. Mid model call, mid streamed answer, waiting for an approval, mid native tool
+(GitHub accepted the issue and has not answered), mid MCP call, with subagents asking the
+model, a repair loop's command that outlasts the grace period, a coding task's command that
+does, the pull request being opened, a playbook's steps running in parallel.
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ from typing import Any
 import pytest
 from temporalio.client import WorkflowHandle
 
+from activities.playbooks.starts import start_run
 from activities.store import loops as loop_store
 from activities.store.db import get_pool
-from bench.chaos_plans import APPROVER, request, respond
+from bench.chaos_plans import APPROVER, FAN, SLACK_CHANNEL, chaos_playbooks, request, respond
 from bench.chaos_world import REPO, ChaosWorld, chaos_world
 from surfaces.tasks import start_task
+from tests.fakes.github_git import pull_requests
 from tests.reliability.harness import scalar
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.code_types import CodeActivity
 from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopActivity, LoopResult, LoopStatus
+from workflows.playbook_types import PlaybookRunResult, PlaybookRunStatus
 from workflows.types import ApprovalDecision, SurfaceContext, TaskResult, TaskStatus
 
 AGENTS = ("agents-1", "agents-2")
 LOOPS = ("loops-1",)
-pytestmark = pytest.mark.timeout(600)
+# One world of worker processes for the module: its tests stay on one test worker.
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("graceful-world")]
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +52,15 @@ async def deploy(world: ChaosWorld, role: tuple[str, ...]) -> None:
     await asyncio.gather(*(world.ready(world.spawn(name)) for name in role))
 
 
-async def begin(world: ChaosWorld, kind: str) -> tuple[str, WorkflowHandle[Any, Any]]:
+async def begin(
+    world: ChaosWorld, kind: str, context: SurfaceContext | None = None
+) -> tuple[str, WorkflowHandle[Any, Any]]:
     key = f"g{uuid.uuid4().hex[:6]}"
-    context = SurfaceContext(surface="cli", channel="graceful", user=APPROVER)
+    if kind == "slack":  # a mention in a thread of the fake Slack
+        thread = world.slack.add_message(SLACK_CHANNEL, request(kind, key), user="U0CHAOS")
+        world.threads[key] = thread
+        context = SurfaceContext(surface="slack", channel=SLACK_CHANNEL, user="U0CHAOS", thread=thread)
+    context = context or SurfaceContext(surface="cli", channel="graceful", user=APPROVER)
     handle, _ = await start_task(
         world.client, world.settings, world.agent, context, request(kind, key), task_id=f"task-graceful-{key}"
     )
@@ -175,3 +188,97 @@ async def test_a_loop_command_longer_than_the_grace_period(world: ChaosWorld) ->
     notes = [report.note for report in rounds if "interrupted" in report.note]
     assert len(notes) == 1 and "interrupted by a worker shutdown; run again on a new workspace" in notes[0]
     assert notes[0].startswith(("round 1 verify", "round 1 fix", "round 2 verify", "round 2 fix")), notes
+
+
+async def test_mid_native_tool_whose_write_was_accepted(world: ChaosWorld) -> None:
+    world.github.hang_after_accept("POST", f"/repos/{REPO}/issues", seconds=25)
+    key, handle = await begin(world, "issue")
+    await approve(handle)
+
+    async def creating() -> bool:
+        return "openloop.tool.run" in await pending_activities(handle)
+
+    await until("the issue being created", creating)
+    await deploy(world, AGENTS)
+    await finished(handle)
+    assert [issue["title"] for issue in world.github.issues(REPO)].count(f"chaos {key}") == 1
+
+
+async def test_a_coding_command_longer_than_the_grace_period(world: ChaosWorld) -> None:
+    key, handle = await begin(world, "slowcode")
+
+    async def running() -> bool:  # asked after the edit: the answer is the slow command
+        return asked(world, key) == 3 and CodeActivity.RUN_TOOL in await pending_activities(handle)
+
+    await until("the coding command", running, within=90)
+    await deploy(world, LOOPS)
+    await approve(handle)  # the pull request, with the edit made before the stop
+    await finished(handle)
+    assert len(pulls_of(world, handle.id)) == 1
+
+
+async def test_the_pull_request_being_opened(world: ChaosWorld) -> None:
+    world.github.hang_after_accept("POST", f"/repos/{REPO}/git/commits", seconds=25)
+    key, handle = await begin(world, "code")
+    await approve(handle)
+
+    async def opening() -> bool:
+        return CodeActivity.OPEN_PULL_REQUEST in await pending_activities(handle)
+
+    await until("the pull request being opened", opening, within=90)
+    await deploy(world, AGENTS)
+    await finished(handle)
+    assert len(pulls_of(world, handle.id)) == 1
+
+
+def pulls_of(world: ChaosWorld, task_id: str) -> list[dict[str, Any]]:
+    return [
+        pull for pull in pull_requests(world.github, REPO) if pull["head"]["ref"] == f"openloop/{task_id}"
+    ]
+
+
+async def test_mid_streamed_answer(world: ChaosWorld) -> None:
+    world.model.responder = respond(REPO, piece_delay=0.4)  # about 4 s of streaming
+    try:
+        key, handle = await begin(world, "slack")
+
+        async def streaming() -> bool:  # part of the answer is in the thread, not all of it
+            shown = [str(m.get("text")) for m in world.slack.thread(SLACK_CHANNEL, world.threads[key])]
+            return any(text.startswith("The t") and not text.endswith("summarised.") for text in shown)
+
+        await until("the answer streaming", streaming)
+        await deploy(world, AGENTS)
+        await finished(handle)
+    finally:
+        world.model.responder = respond(REPO)
+    thread = world.slack.thread(SLACK_CHANNEL, world.threads[key])
+    answers = [m for m in thread if f"The thread of {key} is summarised." in str(m.get("text"))]
+    assert len(answers) == 1, thread  # one answer, whole, however the stream was cut
+
+
+async def test_a_playbook_with_steps_in_parallel(world: ChaosWorld) -> None:
+    world.model.responder = respond(REPO, delay=3.0)
+    fan = next(playbook for playbook in chaos_playbooks() if playbook.name == FAN)
+    key = f"g{uuid.uuid4().hex[:6]}"
+    pool = await get_pool(world.settings.require_database_url())
+    try:
+        run_id, _ = await start_run(
+            world.client, pool, world.settings.task_queue, fan, "chaos.go", {"key": key}, f"graceful-{key}"
+        )
+        run = world.client.get_workflow_handle(run_id, result_type=PlaybookRunResult)
+
+        async def both_steps_asking() -> bool:
+            steps = {w.id async for w in world.client.list_workflows(f"WorkflowId STARTS_WITH '{run_id}.'")}
+            return {f"{run_id}.a", f"{run_id}.b"} <= steps
+
+        await until("both parallel steps running", both_steps_asking)
+        await deploy(world, AGENTS)
+        result = await asyncio.wait_for(run.result(), 180)
+    finally:
+        world.model.responder = respond(REPO)
+    assert result.status is PlaybookRunStatus.SUCCEEDED, result.reason
+    assert [(step.name, step.output) for step in result.steps] == [
+        (n, {"ok": True}) for n in ("a", "b", "join")
+    ]
+    steps = {w.id async for w in world.client.list_workflows(f"WorkflowId STARTS_WITH '{run_id}.'")}
+    assert steps == {f"{run_id}.{name}" for name in ("a", "b", "join")}  # each step's task once
