@@ -1,8 +1,9 @@
-"""The chaos run at its quick size, as CI's reliability check: the mixed workload (a run of each kind, a playbook chain among them) on a stack
-of real processes, once undisturbed and once under SIGTERM and SIGKILL to the agent and loop
-workers, a PostgreSQL restart and a Temporal restart, with a seed of its own. Every run ends
-as it did undisturbed, with each side effect once; the section renders from the JSON. The
-larger sizes and their figures are `python -m bench chaos` (bench/RESULTS.md)."""
+"""The chaos run at its quick size, as CI's reliability check: the mixed workload (a run of
+each kind, a playbook chain among them) on a stack of real processes, once undisturbed and
+once under SIGTERM and SIGKILL to the agent and loop workers, a PostgreSQL restart and a
+Temporal restart, with a seed of its own. Every run ends as it did undisturbed, with each
+side effect once; the section renders from the JSON. The larger sizes and their figures are
+`python -m bench chaos` (bench/RESULTS.md)."""
 
 from __future__ import annotations
 
