@@ -69,6 +69,7 @@ class ChaosWorld:
     workers: dict[str, WorkerProc] = field(default_factory=dict)
     restarts: int = 0
     threads: dict[str, str] = field(default_factory=dict)  # a Slack-surface run's thread
+    left_running: list[str] = field(default_factory=list)  # workers whose stop left processes
 
     # Worker processes ----------------------------------------------------------------------
 
@@ -135,7 +136,9 @@ class ChaosWorld:
             else:
                 os.killpg(worker.process.pid, signal.SIGKILL)
         await asyncio.to_thread(worker.process.wait, GRACE_SECONDS + 30)
-        if _group_alive(worker.process.pid):
+        if _group_alive(worker.process.pid):  # what a graceful stop should have stopped itself
+            if how == signal.SIGTERM:
+                self.left_running.append(name)
             os.killpg(worker.process.pid, signal.SIGKILL)
         return time.monotonic() - began
 

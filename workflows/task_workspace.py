@@ -11,6 +11,7 @@ credentials are; the sandbox never sees them. Workflow code: deterministic, no I
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 from temporalio import workflow
@@ -106,6 +107,8 @@ class TaskWorkspace:
 
     async def _call(self, call: ToolCallInput) -> CodeToolResult:
         assert self.state is not None
+        cut: list[str] = []  # what the model hears of a call its worker's stop cut short
+        done: CodeToolResult
         while True:
             state = self.state
             limit = _QUICK_CALL
@@ -123,6 +126,8 @@ class TaskWorkspace:
                     call.tool,
                 )
             except WorkspaceLost as lost:
+                how = "by a worker shutdown" if lost.shutdown else "when its worker stopped answering"
+                cut.append(f"({call.tool} was interrupted {how}; it ran again on a new workspace)")
                 await self._rebuild(str(lost))
                 continue
             except ActivityError as err:
@@ -135,6 +140,9 @@ class TaskWorkspace:
             ran_on = done.diff.sha256 if done.diff is not None else done.tests.diff_sha256
             changes["tests_after"] = done.tests.model_copy(update={"diff_sha256": ran_on})
         self.state = state.model_copy(update=changes)
+        if cut:
+            told = dataclasses.replace(done.result, output="\n".join([*cut, done.result.output]))
+            done = done.model_copy(update={"result": told})
         return done
 
     async def _rebuild(self, lost: str) -> None:

@@ -47,9 +47,14 @@ async def world(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Chaos
 
 
 async def deploy(world: ChaosWorld, role: tuple[str, ...]) -> None:
-    """A rolling update of every worker of `role` at once: SIGTERM, then a new process each."""
-    await asyncio.gather(*(world.stop_worker(name, signal.SIGTERM) for name in role))
-    await asyncio.gather(*(world.ready(world.spawn(name)) for name in role))
+    """A rolling update of every worker of `role` at once, as `maxSurge` makes it: the old
+    processes get SIGTERM and drain while their replacements start and begin polling."""
+    stopping = [asyncio.create_task(world.stop_worker(name, signal.SIGTERM)) for name in role]
+    await asyncio.sleep(0)  # each stop holds its old process before a new one takes the name
+    fresh = [world.spawn(name) for name in role]
+    await asyncio.gather(*stopping)
+    assert world.left_running == [], "a stopped worker left its sandboxed commands running"
+    await asyncio.gather(*(world.ready(worker) for worker in fresh))
 
 
 async def begin(
@@ -215,6 +220,10 @@ async def test_a_coding_command_longer_than_the_grace_period(world: ChaosWorld) 
     await approve(handle)  # the pull request, with the edit made before the stop
     await finished(handle)
     assert len(pulls_of(world, handle.id)) == 1
+    told = [
+        str(r.body.get("messages")) for r in world.model.requests if f" {key}]" in str(r.body.get("messages"))
+    ]
+    assert "code.run was interrupted by a worker shutdown; it ran again on a new workspace" in told[-1]
 
 
 async def test_the_pull_request_being_opened(world: ChaosWorld) -> None:
