@@ -15,6 +15,7 @@ import signal
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,7 @@ from workflows.playbook_types import PlaybookRunResult, PlaybookRunStatus
 from workflows.types import ApprovalDecision, SurfaceContext, TaskResult, TaskStatus
 
 AGENTS = ("agents-1", "agents-2")
+SLOW = "sleep 15"  # the slow commands of the slow loop and coding plans
 LOOPS = ("loops-1",)
 # One world of worker processes for the module: its tests stay on one test worker.
 pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("graceful-world")]
@@ -55,6 +57,29 @@ async def deploy(world: ChaosWorld, role: tuple[str, ...]) -> None:
     await asyncio.gather(*stopping)
     assert world.left_running == [], "a stopped worker left its sandboxed commands running"
     await asyncio.gather(*(world.ready(worker) for worker in fresh))
+
+
+def running_commands(text: str) -> list[int]:
+    """The processes whose command line holds `text` (a sandboxed command and its shell)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError):
+            continue
+        if entry.name.isdigit() and text in line:
+            found.append(int(entry.name))
+    return found
+
+
+async def processes_of(command: str) -> list[int]:
+    """The processes of `command` once it runs in its sandbox."""
+
+    async def started() -> bool:
+        return bool(running_commands(command))
+
+    await until(f"{command!r} running", started)
+    return running_commands(command)
 
 
 async def begin(
@@ -184,7 +209,9 @@ async def test_a_loop_command_longer_than_the_grace_period(world: ChaosWorld) ->
         return LoopActivity.RUN_COMMAND in await pending_activities(loop)
 
     await until("the loop's command", commanding)
+    cut = await processes_of(SLOW)
     await deploy(world, LOOPS)
+    assert cut and not set(cut) & set(running_commands(SLOW)), "the cut command outlived its worker"
     result = await asyncio.wait_for(loop.result(), 240)
     assert result.status is LoopStatus.SUCCESS, result
     history = (await loop.fetch_history()).to_json()
@@ -216,7 +243,9 @@ async def test_a_coding_command_longer_than_the_grace_period(world: ChaosWorld) 
         return asked(world, key) == 3 and CodeActivity.RUN_TOOL in await pending_activities(handle)
 
     await until("the coding command", running, within=90)
+    cut = await processes_of(SLOW)
     await deploy(world, LOOPS)
+    assert cut and not set(cut) & set(running_commands(SLOW)), "the cut command outlived its worker"
     await approve(handle)  # the pull request, with the edit made before the stop
     await finished(handle)
     assert len(pulls_of(world, handle.id)) == 1
