@@ -7,7 +7,6 @@ teammate, a repair loop, and the coding tools with a pull request — in the cod
 
 from __future__ import annotations
 
-import textwrap
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from activities.providers import API_BASE_ENV
 from activities.store.agents import StoredAgent, apply_agent
 from activities.store.db import get_pool
 from activities.store.skills import apply_skill
+from bench.chaos_plans import LOOP, loop_file
 from config.agent import AgentConfig
 from config.skills import load_skill
 from tests.fakes.model_api import FakeModelAPI
@@ -47,19 +47,6 @@ WIRES = [
     Wire("ollama", "ollama_chat/llama3.1", priced=False),
 ]
 
-LOOP = "keep-green"
-# The loop's own fix: no model, one command that repairs the demo project's mean().
-LOOP_FILE = """\
-    apiVersion: openloop.ai/v1alpha1
-    kind: Loop
-    metadata: {{name: {name}}}
-    spec:
-      mission: {{objective: Keep the tests green}}
-      repo: {{github: {repo}, base: main}}
-      commands:
-        fix: sed -i 's#/ (len(values) + 1)#/ len(values)#' calc.py
-        verify: {verify}
-    """
 SKILL_BODY = "Step one: read the failing test. Step two: change as little as you can."
 SKILL_NOTES = "Notes: calc.mean divides by the count."
 
@@ -90,9 +77,7 @@ async def contract_team(world: CodingWorld, wire: Wire, tmp: Path, mcp_url: str)
     await apply_skill(pool, load_skill(skill_folder(tmp / "skills", skill)))
     teammate = await _applied(pool, f"reviewer-{suffix}", wire, tools=[])
     world.settings.loops_dir.mkdir(parents=True, exist_ok=True)
-    (world.settings.loops_dir / f"{LOOP}.yaml").write_text(
-        textwrap.dedent(LOOP_FILE.format(name=LOOP, repo=world.repo, verify=PYTEST))
-    )
+    (world.settings.loops_dir / f"{LOOP}.yaml").write_text(loop_file(world.repo))
     state = tmp / "mcp"
     state.mkdir(exist_ok=True)
     mcp = servers(state, mcp_url)
