@@ -362,7 +362,7 @@ async def measure_reacquire(world: World, sizes: Sizes, bar: Progress) -> dict[s
 async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
     root = stack.settings.state_dir / f"loop-bench-{uuid.uuid4().hex[:6]}"
     try:
-        with Progress(console=Console(stderr=True)) as bar:
+        with Progress(console=Console(emoji=False, stderr=True)) as bar:
             async with loop_world(stack, root) as world:
                 overhead = await measure_overhead(world, sizes, bar)
                 reacquire = await measure_reacquire(world, sizes, bar)

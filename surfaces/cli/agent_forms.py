@@ -56,7 +56,7 @@ def convert(
     try:
         documents = converted_documents(file, tools=tools)
     except AgentConfigError as exc:
-        console = Console(stderr=True, highlight=False)
+        console = Console(emoji=False, stderr=True, highlight=False)
         for problem in exc.problems:
             console.print(f"[red]✗[/red] {escape(str(problem))}", soft_wrap=True)
         raise typer.Exit(1) from None
@@ -104,7 +104,7 @@ def resolve_loaded(loaded: Loaded, *, required: bool) -> tuple[Loaded, bool]:
 
     Without a Slack token: `required` (apply) fails naming each name; otherwise (validate)
     the names are accepted with a note that apply will resolve them."""
-    console = Console(highlight=False)
+    console = Console(emoji=False, highlight=False)
     pending = {path: [n for c in configs for n in names_in(c)] for path, configs in loaded}
     if not any(pending.values()):
         return loaded, True

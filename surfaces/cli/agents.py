@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _out() -> Console:
-    return Console(highlight=False)
+    return Console(emoji=False, highlight=False)
 
 
 def _expand(files: list[Path]) -> list[Path]:

@@ -41,7 +41,7 @@ from surfaces.hooks import sensor_secret_env
 from surfaces.sensors import load_sensors, playbooks_dir
 from workflows.playbook_types import EventType, TriggerKind
 
-console = Console(highlight=False, soft_wrap=True)
+console = Console(emoji=False, highlight=False, soft_wrap=True)
 CONNECT_TIMEOUT_S = 5.0
 
 

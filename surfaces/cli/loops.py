@@ -42,7 +42,7 @@ DEMO_PROJECT = Path(__file__).resolve().parents[2] / "config" / "loops" / "demo-
 loops_app = typer.Typer(
     help="Repair loops: play, scan, fix and verify a project until it works.", no_args_is_help=True
 )
-console = Console(highlight=False, soft_wrap=True)
+console = Console(emoji=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

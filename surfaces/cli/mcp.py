@@ -68,7 +68,7 @@ def list_tools(
 ) -> None:
     """Each MCP server of AGENT, whether it answered, and the tools it allows."""
     config = _agent(agent)
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(emoji=False, highlight=False, soft_wrap=True)
     failed = False
     for name, specs, problem in asyncio.run(_list_all(config)):
         if specs is None:
@@ -132,6 +132,6 @@ def call_tool(
         raise fail(f"{tool}: {describe(err)}", EXIT_FAILED) from None
     if result is None:
         raise fail(f"the server {server_name} does not offer {remote}", EXIT_NOT_FOUND)
-    Console(highlight=False, soft_wrap=True).print(escape(result.output))
+    Console(emoji=False, highlight=False, soft_wrap=True).print(escape(result.output))
     if not result.ok:
         raise typer.Exit(EXIT_FAILED)

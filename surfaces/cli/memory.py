@@ -105,7 +105,7 @@ def list_command(
             include_expired=expired,
         )
     )
-    console = Console(highlight=False)
+    console = Console(emoji=False, highlight=False)
     if as_json:
         for row in rows:
             print(json.dumps(asdict(row), default=str))
@@ -171,7 +171,7 @@ def search_command(
     if as_json:
         print(json.dumps({"scope": asdict(ref), "items": [asdict(i) for i in items]}))
         return
-    console = Console(highlight=False)
+    console = Console(emoji=False, highlight=False)
     if not items:
         console.print(f"No memories in {ref.scope} {escape(ref.scope_key)}.")
         return
@@ -195,7 +195,7 @@ def forget_command(
     gone = run_with_pool(lambda pool: forget(pool, memory_id, actor, reason))
     if gone is None:
         raise fail(f"no memory with id {memory_id!r}", EXIT_NOT_FOUND)
-    Console(highlight=False).print(
+    Console(emoji=False, highlight=False).print(
         f"Forgot memory {gone.id} ({gone.scope} {escape(gone.scope_key)}): "
         f"{escape(_short(gone.content, 80))} — audited as {escape(actor)}"
     )

@@ -42,7 +42,7 @@ from workflows.playbook_types import StepStatus
 
 T = TypeVar("T")
 EXIT_NO_STACK = 2
-console = Console(highlight=False, soft_wrap=True)
+console = Console(emoji=False, highlight=False, soft_wrap=True)
 schedule_app = typer.Typer(help="A cron playbook's Temporal Schedule.", no_args_is_help=True)
 
 

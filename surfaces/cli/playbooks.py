@@ -50,7 +50,7 @@ EXIT_ERRORS = 1
 playbooks_app = typer.Typer(
     help="Playbooks: event- and cron-triggered multi-step automations kept as files.", no_args_is_help=True
 )
-console = Console(highlight=False, soft_wrap=True)
+console = Console(emoji=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -67,7 +67,7 @@ def validate(
     names: Annotated[list[str] | None, typer.Argument(help="Skill folders; default: all")] = None,
 ) -> None:
     """Check skills (SKILL.md frontmatter, names, resources) without applying them."""
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(emoji=False, highlight=False, soft_wrap=True)
     skills = load_named(_refs(names), console)
     if skills is None:
         raise typer.Exit(EXIT_INVALID)
@@ -80,7 +80,7 @@ def apply(
     names: Annotated[list[str] | None, typer.Argument(help="Skill folders; default: all")] = None,
 ) -> None:
     """Validate, then store each skill as a new version when its content changed."""
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(emoji=False, highlight=False, soft_wrap=True)
     skills = load_named(_refs(names), console)
     if skills is None:
         raise fail("nothing applied: fix the problems above first", EXIT_INVALID)
@@ -96,7 +96,7 @@ def list_command() -> None:
     table = Table("skill", "version", "sha256", "description", box=None)
     for skill in run_with_pool(list_skills):
         table.add_row(skill.name, str(skill.version), skill.sha256[:12], skill.description)
-    Console(highlight=False).print(table)
+    Console(emoji=False, highlight=False).print(table)
 
 
 @skills_app.command()
@@ -106,7 +106,7 @@ def show(name: Annotated[str, typer.Argument(help="The skill's name")]) -> None:
     if not found:
         raise fail(f"no skill named {name!r}: apply it with `openloop skills apply {name}`", EXIT_NOT_FOUND)
     skill = found[0]
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(emoji=False, highlight=False, soft_wrap=True)
     console.print(f"{escape(skill.name)} v{skill.version} ({skill.sha256[:12]}) from {escape(skill.ref)}")
     console.print(escape(skill.description))
     console.print(f"files: {escape(', '.join(sorted(skill.resources)) or 'none')}\n")

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from config.settings import Settings
 
-console = Console()
+console = Console(emoji=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -40,4 +40,4 @@ def commands(text: str, argv0: str | None = None) -> str:
 def make_console(*, stderr: bool = False) -> Console:
     """A console that wraps for a person at a terminal and never for a pipe or a file."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, highlight=False, soft_wrap=not stream.isatty())
+    return Console(emoji=False, stderr=stderr, highlight=False, soft_wrap=not stream.isatty())

@@ -48,7 +48,7 @@ def usage(
     if as_json:
         print(json.dumps(report, indent=2))
         return
-    render(report, Console(highlight=False))
+    render(report, Console(emoji=False, highlight=False))
 
 
 def _usd(value: float | None) -> str:

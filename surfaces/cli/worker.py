@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Prepare a cluster for this release: search attributes, schedules, database migrations."""
         settings = Settings.from_env() if skip_migrations else _production_settings()
-        console = Console(highlight=False)
+        console = Console(emoji=False, highlight=False)
         try:
             for line in asyncio.run(_setup(settings, not skip_search_attributes, not skip_migrations)):
                 console.print(line, soft_wrap=True)
@@ -128,7 +128,7 @@ def register(app: typer.Typer) -> None:
             asyncio.run(_promote(settings, name, build_id, wait))
         except Exception as exc:  # noqa: BLE001
             raise _fail(f"promote failed: {type(exc).__name__}: {exc}", EXIT_FAILED) from None
-        Console(highlight=False).print(f"{name}: new tasks now go to build {build_id}")
+        Console(emoji=False, highlight=False).print(f"{name}: new tasks now go to build {build_id}")
 
 
 async def _setup(settings: Settings, search_attributes: bool, migrations: bool) -> list[str]:
