@@ -160,6 +160,9 @@ class LimitsSpec(Strict):
     token_limit: int = Field(default=DEFAULT_TOKEN_LIMIT, ge=1)
     wall_clock: Duration = DEFAULT_WALL_CLOCK
     no_progress_repeats: int = Field(default=3, ge=2)
+    # Tasks over these wait in line (the thread says so); none is dropped.
+    max_concurrent_tasks: int | None = Field(default=None, ge=1)
+    tasks_per_minute: int | None = Field(default=None, ge=1)
 
     @property
     def wall_clock_seconds(self) -> float:

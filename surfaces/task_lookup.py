@@ -127,6 +127,7 @@ _STATUS_WORDS = {
     "WAITING_BUDGET": "paused: a budget is reached, waiting for an extension",
     "WAITING_USER": "waiting for an answer",
     "RUNNING": "running",
+    "QUEUED": "queued: the agent is at its task limit; it starts when a slot frees",
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.admission_activities import ADMISSION_ACTIVITIES
 from activities.approval_activities import prepare_approval
 from activities.github.pull_request import open_pull_request
 from activities.llm.model_activities import call_model
@@ -30,6 +31,7 @@ from activities.tools.tool_activities import run_tool
 from config.settings import Settings
 from workers.sandbox import workflow_runner
 from workers.telemetry import worker_interceptors
+from workflows.agent_admission import AgentAdmissionWorkflow
 from workflows.agent_budget import AgentBudgetWorkflow
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.playbook_run import PlaybookRunWorkflow
@@ -48,6 +50,7 @@ WORKFLOWS: Sequence[type] = (
     AgentTaskWorkflow,
     MemoryRetentionWorkflow,
     AgentBudgetWorkflow,
+    AgentAdmissionWorkflow,
     RepairLoopWorkflow,
     PlaybookRunWorkflow,
     PlaybookSensorPollWorkflow,
@@ -70,6 +73,7 @@ ACTIVITIES: Sequence[Callable[..., Any]] = (
     resolve_approval_request,
     prepare_approval,
     open_pull_request,
+    *ADMISSION_ACTIVITIES,
     *LOOP_STORE_ACTIVITIES,
     *PLAYBOOK_ACTIVITIES,
 )

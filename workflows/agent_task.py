@@ -50,6 +50,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 # Workflow logic, checked by the sandbox like this module.
+from workflows.admission_types import ADMITTED_SIGNAL
 from workflows.approvals import ApprovalGate
 from workflows.conversation import Conversation
 from workflows.decisions import Decisions
@@ -57,6 +58,7 @@ from workflows.delegation import Delegation
 from workflows.human_waits import HumanWaits
 from workflows.mcp_tools import McpTools
 from workflows.model_caller import ModelCaller
+from workflows.task_admission import TaskAdmission
 from workflows.task_record import Cancellation, TaskRecord, TaskStop, failure_reason
 from workflows.task_status import status_view
 from workflows.task_workspace import TaskWorkspace
@@ -89,6 +91,7 @@ class AgentTaskWorkflow:
             carried.transcript_upto, carried.summary_upto, list(carried.pending_messages)
         )
         self.gate = ApprovalGate(inp, set(carried.used_request_ids))
+        self.admission = TaskAdmission(inp, self.record, self.cancellation)
         memory = policy.memory_scope(inp.agent, inp.context)
         self.workspace = TaskWorkspace(inp, self.record, memory, carried.workspace)
         self.specs = ToolSet(inp.tools)  # the specs the task started with
@@ -136,6 +139,10 @@ class AgentTaskWorkflow:
     def extend_budget(self, extension: BudgetExtension) -> None:
         self.decisions.extend(extension)
 
+    @workflow.signal(name=ADMITTED_SIGNAL)
+    def admitted(self) -> None:
+        self.admission.admit()
+
     @workflow.signal(name=CHILD_WAITING_SIGNAL)
     def child_waiting(self, wait: ChildWait) -> None:
         self.children.child_waiting(wait)
@@ -159,10 +166,11 @@ class AgentTaskWorkflow:
     async def run(self, inp: TaskInput) -> TaskResult:
         try:
             if not self.started_at_iso:
-                self.started_at_iso = workflow.now().isoformat()
                 self.record.decide(
                     f"started for {inp.context.user} on {inp.context.surface}: {inp.request[:200]}"
                 )
+                await self.admission.wait_for_slot()  # time in line is not the task's wall clock
+                self.started_at_iso = workflow.now().isoformat()
                 await self._begin()
             # Each run stores what its model calls share, once, before the first of them.
             await self.model.save_task_constants()
@@ -173,6 +181,7 @@ class AgentTaskWorkflow:
         except asyncio.CancelledError:
             self.record.set_status(TaskStatus.CANCELLED)
             await asyncio.shield(self.gate.close("cancelled"))
+            await asyncio.shield(self.admission.leave())
             raise
         return await self._finish(status, reason)
 
@@ -254,6 +263,7 @@ class AgentTaskWorkflow:
             status, reason = TaskStatus.ERROR, f"the answer could not be posted: {failure_reason(err)}"
             self.record.decide(f"stopped: {status.value}: {reason}")
         self.record.set_status(status)
+        await self.admission.leave()
         workflow.upsert_search_attributes([search.COST_USD.value_set(round(self.meter.usage.cost_usd, 6))])
         # A cancelled task still completes as a workflow: the memo says how it ended.
         workflow.upsert_memo({"outcome": f"{status.value}: {reason}"[:300]})

@@ -25,9 +25,13 @@ class ActivityName:
     MCP_CALL_TOOL = "openloop.mcp.call_tool"
     SKILL_LOAD = "openloop.skill.load"
     TEAMMATE_START = "openloop.agent.teammate_input"
+    ADMISSION_ENTER = "openloop.admission.enter"
+    ADMISSION_LEAVE = "openloop.admission.leave"
+    ADMISSION_STILL_RUNNING = "openloop.admission.still_running"
 
 
 class TaskStatus(StrEnum):
+    QUEUED = "QUEUED"  # waiting for a slot under the agent's task limits
     RUNNING = "RUNNING"
     WAITING_APPROVAL = "WAITING_APPROVAL"
     WAITING_USER = "WAITING_USER"
@@ -43,6 +47,7 @@ class TaskStatus(StrEnum):
     @property
     def finished(self) -> bool:
         return self not in (
+            TaskStatus.QUEUED,
             TaskStatus.RUNNING,
             TaskStatus.WAITING_APPROVAL,
             TaskStatus.WAITING_USER,

@@ -26,6 +26,7 @@ from activities.slack.mrkdwn import escape
 
 MAX_ROWS = 10  # per part: a home view holds at most 100 blocks
 STATUS_ICONS = {
+    "QUEUED": "⏸",
     "RUNNING": "⏳",
     "WAITING_APPROVAL": "✋",
     "WAITING_USER": "💬",

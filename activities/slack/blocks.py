@@ -226,6 +226,7 @@ def progress_text(task_id: str, status: TaskStatus | None = None, note: str = ""
     """The one progress message a task keeps in its thread, edited in place."""
     labels = {
         None: "⏳ Working on it…",
+        TaskStatus.QUEUED: "⏸ Queued: waiting for a slot",
         TaskStatus.RUNNING: "⏳ Working on it…",
         TaskStatus.WAITING_USER: "💬 Waiting for your answer in this thread",
         TaskStatus.WAITING_APPROVAL: "✋ Waiting for approval",

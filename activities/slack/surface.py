@@ -72,11 +72,32 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+QUEUED_EVENT = "openloop_queued"
+
+
+async def _say_queued(client: Any, inp: PostReplyInput) -> None:
+    """A task waiting under its agent's task limits says so once, in the thread."""
+    context = inp.context
+    await react(client, context, add=PAUSED)
+    thread, messages = await where(client, context)
+    if thread is not None and find_posted(messages, QUEUED_EVENT, task_id=inp.task_id) is None:
+        await post(
+            client,
+            context.channel,
+            thread,
+            text=inp.text,
+            metadata=metadata(QUEUED_EVENT, task_id=inp.task_id),
+        )
+
+
 async def task_started(inp: PostReplyInput, rt: Runtime) -> None:
     client = client_for(rt)
     context = inp.context
     try:
-        await react(client, context, add=WORKING)
+        if inp.status == TaskStatus.QUEUED:
+            await _say_queued(client, inp)
+            return
+        await react(client, context, add=WORKING, remove=(PAUSED,))
         if await status.set_status(client, context, status.WORKING_STATUS):
             return  # an assistant thread shows the status; no progress message needed
         thread, messages = await where(client, context)

@@ -188,6 +188,11 @@ async def _prompt(
                 f"  answer: {commands(f'openloop reply {handle.id} ' + chr(34) + '…' + chr(34))}"
             )
         return True
+    if status.status == TaskStatus.QUEUED:
+        if "queued" not in prompted:  # the agent is at its task limit; said once
+            prompted.add("queued")
+            out.print(f"[yellow]Queued:[/] {escape(status.last_action)}")
+        return True
     if status.status == TaskStatus.WAITING_BUDGET:
         if "budget" not in prompted:
             prompted.add("budget")
