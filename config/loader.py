@@ -20,16 +20,17 @@ from pydantic import ValidationError
 
 from config.agent import AgentConfig
 from config.model_names import ModelCheck, model_names
-from config.problems import AgentConfigError, ConfigProblem, Loc, expand_error, field_path
-from config.seed_form import expand
+from config.problems import AgentConfigError, ConfigProblem, expand_error, field_path
+from config.seed_form import Expansion, expand
 from config.tool_grants import TOOLS_CONTEXT
-from config.yaml_safe import SafeLoader
+from config.yaml_nodes import duplicate_keys, find_value, line_of, read_text_file, yaml_documents
 
 __all__ = [
     "EXAMPLES_DIR",
     "AgentConfigError",
     "ConfigProblem",
     "converted_documents",
+    "expanded_documents",
     "example_agent",
     "field_path",
     "load_agent_documents",
@@ -46,86 +47,6 @@ Tools = Mapping[str, str] | None
 # Warnings found while loading (a model LiteLLM does not know): the caller's list to fill.
 Warnings = list[ConfigProblem] | None
 
-# The project's one YAML loader: safe, libyaml's parser when present, aliases bounded.
-_Loader = SafeLoader
-
-
-def _line_of(node: yaml.Node | None, path: Loc) -> int | None:
-    """1-based line of the deepest node of `path` present in the composed YAML."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in path:
-        if isinstance(node, yaml.MappingNode):
-            pair = next((p for p in node.value if getattr(p[0], "value", None) == str(key)), None)
-            if pair is None:
-                break  # a missing key: the parent's line is the place to add it
-            # The key's line, not its value's: a block list or mapping starts a line lower.
-            line = pair[0].start_mark.line + 1
-            node = pair[1]
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            break
-    return line
-
-
-def _duplicate_keys(
-    node: yaml.Node, loc: Loc = (), seen_nodes: set[int] | None = None
-) -> list[tuple[Loc, int, str]]:
-    """YAML keeps the last of two equal keys without a word; a typo'd copy would hide a rule."""
-    found: list[tuple[Loc, int, str]] = []
-    # An alias reuses its anchor's node, and `&a [*a]` makes a cycle: visit each node once.
-    seen_nodes = set() if seen_nodes is None else seen_nodes
-    if id(node) in seen_nodes:
-        return found
-    seen_nodes.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        seen: dict[str, int] = {}
-        for key, value in node.value:
-            name = getattr(key, "value", None)
-            if isinstance(name, str) and isinstance(key, yaml.ScalarNode):
-                line = key.start_mark.line + 1
-                if name in seen:
-                    first = f"duplicate key; first set on line {seen[name]}"
-                    found.append(((*loc, name), line, first))
-                seen.setdefault(name, line)
-                found += _duplicate_keys(value, (*loc, name), seen_nodes)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            found += _duplicate_keys(item, (*loc, index), seen_nodes)
-    return found
-
-
-def _documents(text: str, source: str) -> list[tuple[yaml.Node, Any]]:
-    """Every non-empty YAML document in `text` as (node, data), or an error naming the line."""
-    documents: list[tuple[yaml.Node, Any]] = []
-    loader: Any = None
-    try:
-        loader = _Loader(text)  # checks for unprintable characters first
-        while loader.check_node():
-            node = loader.get_node()
-            data = loader.construct_document(node) if node is not None else None
-            if node is not None and data is not None:
-                documents.append((node, data))
-    except yaml.reader.ReaderError as exc:
-        at = text[: exc.position].count("\n") + 1
-        problem = f"character #x{exc.character:04x} is not allowed ({exc.reason})"
-        problems = [ConfigProblem(source, at, "", f"not valid YAML: {problem}")]
-        raise AgentConfigError(problems) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line: int | None = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        problems = [ConfigProblem(source, line, "", f"not valid YAML: {problem}")]
-        raise AgentConfigError(problems) from None
-    except Exception as exc:  # PyYAML raises ValueError etc. for bad dates and numbers
-        problems = [ConfigProblem(source, None, "", f"not valid YAML: {exc}")]
-        raise AgentConfigError(problems) from None
-    finally:
-        if loader is not None:
-            loader.dispose()
-    return documents
-
 
 def _validate(
     node: yaml.Node,
@@ -139,6 +60,16 @@ def _validate(
     return _validate_expanded(node, data, source, document, tools, models, warnings)[0]
 
 
+def _warnings(
+    node: yaml.Node, expansion: Expansion, source: str, document: int | None
+) -> list[ConfigProblem]:
+    """What the file says that has no meaning here (left out), at the line the user wrote."""
+    return [
+        ConfigProblem(source, line_of(node, loc), field_path(loc), message, document)
+        for loc, message in expansion.warnings
+    ]
+
+
 def _validate_expanded(
     node: yaml.Node,
     data: Any,
@@ -147,9 +78,10 @@ def _validate_expanded(
     tools: Tools,
     models: ModelCheck | None = None,
     warnings: Warnings = None,
-) -> tuple[AgentConfig, dict[str, Any]]:
+) -> tuple[AgentConfig, Expansion]:
     """The agent and its data in today's form (the seed form's shapes rewritten by
-    `config.seed_form`); every problem at the line the user wrote, group or list item.
+    `config.seed_form`); every problem at the line the user wrote, group or list item;
+    what the file says that means nothing here goes to `warnings`.
     `models` checks each model name (None skips it): its errors are problems, its warnings
     go to `warnings`."""
     if not isinstance(data, dict):
@@ -168,9 +100,11 @@ def _validate_expanded(
         )
     problems = [
         ConfigProblem(source, line, field_path(loc), message, document)
-        for loc, line, message in _duplicate_keys(node)
+        for loc, line, message in duplicate_keys(node)
     ]
     expansion = expand(data, tools)
+    if warnings is not None:
+        warnings += [w for w in _warnings(node, expansion, source, document) if w not in warnings]
     found = list(expansion.problems)
     config: AgentConfig | None = None
     try:
@@ -191,15 +125,15 @@ def _validate_expanded(
             if finding.error:
                 found.append((at, finding.message))
             elif warnings is not None:
-                line = _line_of(node, at)
+                line = line_of(node, at)
                 warnings.append(ConfigProblem(source, line, field_path(at), finding.message, document))
     for loc, message in found:
-        problems.append(ConfigProblem(source, _line_of(node, loc), field_path(loc), message, document))
+        problems.append(ConfigProblem(source, line_of(node, loc), field_path(loc), message, document))
     if problems or config is None:
         # A problem in a group shows once per tool it grants: report it once.
         unique = list(dict.fromkeys(problems))
         raise AgentConfigError(sorted(unique, key=lambda p: (p.line or 0, p.field)))
-    return config, expansion.data
+    return config, expansion
 
 
 def parse_agent_documents(
@@ -211,7 +145,7 @@ def parse_agent_documents(
     warnings: Warnings = None,
 ) -> list[AgentConfig]:
     """Every agent in `text` (documents separated by `---`); all problems reported at once."""
-    documents = _documents(text, source)
+    documents = yaml_documents(text, source)
     if not documents:
         raise AgentConfigError([ConfigProblem(source, None, "", "no agent documents: the file is empty")])
     several = len(documents) > 1
@@ -225,7 +159,7 @@ def parse_agent_documents(
             problems += exc.problems
             continue
         key = (config.workspace, config.name)
-        line = _line_of(node, ("metadata", "name")) or 0
+        line = line_of(node, ("metadata", "name")) or 0
         if key in first_line:
             problems.append(
                 ConfigProblem(
@@ -253,7 +187,7 @@ def parse_agent(
     warnings: Warnings = None,
 ) -> AgentConfig:
     """Parse one agent document from YAML text; raise AgentConfigError naming `source`."""
-    documents = _documents(text, source)
+    documents = yaml_documents(text, source)
     if len(documents) != 1:
         found = "no document" if not documents else f"{len(documents)} documents"
         raise AgentConfigError(
@@ -265,16 +199,24 @@ def parse_agent(
 
 def converted_documents(path: str | Path, *, tools: Mapping[str, str]) -> list[dict[str, Any]]:
     """Every agent in a file as data in today's form, once all of them validate."""
+    return [expansion.data for _, expansion in expanded_documents(path, tools=tools)]
+
+
+def expanded_documents(path: str | Path, *, tools: Mapping[str, str]) -> list[tuple[yaml.Node, Expansion]]:
+    """Every agent in a file as read (its YAML node) and in today's form with what changed,
+    once all of them validate."""
     source = str(path)
-    documents = _documents(_read(Path(path)), source)
+    documents = yaml_documents(read_text_file(Path(path)), source)
     if not documents:
         raise AgentConfigError([ConfigProblem(source, None, "", "no agent documents: the file is empty")])
     several = len(documents) > 1
-    converted: list[dict[str, Any]] = []
+    converted: list[tuple[yaml.Node, Expansion]] = []
     problems: list[ConfigProblem] = []
     for number, (node, data) in enumerate(documents, start=1):
         try:
-            converted.append(_validate_expanded(node, data, source, number if several else None, tools)[1])
+            converted.append(
+                (node, _validate_expanded(node, data, source, number if several else None, tools)[1])
+            )
         except AgentConfigError as exc:
             problems += exc.problems
     if problems:
@@ -282,46 +224,17 @@ def converted_documents(path: str | Path, *, tools: Mapping[str, str]) -> list[d
     return converted
 
 
-def _find_value(node: yaml.Node, value: str, loc: Loc = ()) -> tuple[int, Loc] | None:
-    if isinstance(node, yaml.ScalarNode):
-        return (node.start_mark.line + 1, loc) if node.value == value else None
-    items: list[tuple[str | int, yaml.Node]]
-    if isinstance(node, yaml.SequenceNode):
-        items = list(enumerate(node.value))
-    elif isinstance(node, yaml.MappingNode):
-        items = [(str(getattr(key, "value", "")), item) for key, item in node.value]
-    else:
-        return None
-    for key, item in items:
-        found = _find_value(item, value, (*loc, key))
-        if found is not None:
-            return found
-    return None
-
-
 def value_location(path: str | Path, document: int, value: str) -> tuple[int | None, str]:
     """Line and field path of the first `value` in the `document`-th (0-based) agent of a
     file, as the user wrote it: for problems found after loading (a Slack name at apply)."""
     try:
-        documents = _documents(_read(Path(path)), str(path))
+        documents = yaml_documents(read_text_file(Path(path)), str(path))
     except AgentConfigError:
         return None, ""
     if document >= len(documents):
         return None, ""
-    found = _find_value(documents[document][0], value)
+    found = find_value(documents[document][0], value)
     return (found[0], field_path(found[1])) if found else (None, "")
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        problem = ConfigProblem(str(path), None, "", "cannot read: not UTF-8 text")
-        raise AgentConfigError([problem]) from None
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        problem = ConfigProblem(str(path), None, "", f"cannot read: {reason}")
-        raise AgentConfigError([problem]) from None
 
 
 def load_agent_file(
@@ -329,7 +242,7 @@ def load_agent_file(
 ) -> AgentConfig:
     """The one agent in a YAML file."""
     path = Path(path)
-    return parse_agent(_read(path), str(path), tools=tools, models=models, warnings=warnings)
+    return parse_agent(read_text_file(path), str(path), tools=tools, models=models, warnings=warnings)
 
 
 def load_agent_documents(
@@ -337,7 +250,9 @@ def load_agent_documents(
 ) -> list[AgentConfig]:
     """Every agent in a YAML file that may hold several documents separated by `---`."""
     path = Path(path)
-    return parse_agent_documents(_read(path), str(path), tools=tools, models=models, warnings=warnings)
+    return parse_agent_documents(
+        read_text_file(path), str(path), tools=tools, models=models, warnings=warnings
+    )
 
 
 EXAMPLES_DIR = Path(__file__).parent / "agents"

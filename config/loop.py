@@ -20,9 +20,9 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_v
 from config.agent import _NAME as NAME_RULE  # loops are named like agents
 from config.coding import SandboxFields
 from config.fields import Strict, rule_error
-from config.loader import _documents, _duplicate_keys, _line_of, _read
 from config.loop_fields import Command, Megabytes, MetricRegex, Seconds, command_line
 from config.problems import AgentConfigError, ConfigProblem, Loc, _inner_model, expand_error, field_path
+from config.yaml_nodes import duplicate_keys, line_of, read_text_file, yaml_documents
 from workflows.loop_types import Baseline, Limits, LoopSpec, Mission, RepoSource, Sandbox, Step
 
 __all__ = ["STARTER_LOOP", "load_loop_file", "parse_loop", "starter_loop_text"]
@@ -216,13 +216,13 @@ def _validated(node: yaml.Node, data: Any, source: str) -> LoopFile:
             f"(got {type(data).__name__})"
         )
         raise AgentConfigError([ConfigProblem(source, node.start_mark.line + 1, "", message)])
-    found: list[tuple[Loc, int | None, str]] = list(_duplicate_keys(node))
+    found: list[tuple[Loc, int | None, str]] = list(duplicate_keys(node))
     fields: LoopFile | None = None
     try:
         fields = LoopFile.model_validate(data)
     except ValidationError as exc:
         for error in exc.errors():
-            found += [(loc, _line_of(node, loc), message) for loc, message in _worded(dict(error))]
+            found += [(loc, line_of(node, loc), message) for loc, message in _worded(dict(error))]
     if found or fields is None:
         problems = [ConfigProblem(source, line, field_path(loc), message) for loc, line, message in found]
         raise AgentConfigError(sorted(dict.fromkeys(problems), key=lambda p: (p.line or 0, p.field)))
@@ -236,7 +236,7 @@ def parse_loop(
 
     With `check_paths`, a local repository that is not a directory here is a problem too.
     """
-    documents = _documents(text, source)
+    documents = yaml_documents(text, source)
     if len(documents) != 1:
         found = "the file is empty" if not documents else f"found {len(documents)} documents"
         raise AgentConfigError([ConfigProblem(source, None, "", f"expected one loop document; {found}")])
@@ -248,14 +248,14 @@ def parse_loop(
         if check_paths and not Path(repo_path).is_dir():
             loc = ("spec", "repo", "path")
             message = f"no directory at {repo_path} (a relative path is read from the loop file's folder)"
-            raise AgentConfigError([ConfigProblem(source, _line_of(node, loc), field_path(loc), message)])
+            raise AgentConfigError([ConfigProblem(source, line_of(node, loc), field_path(loc), message)])
     return _spec(fields, source, repo_path)
 
 
 def load_loop_file(path: str | Path) -> LoopSpec:
     """The loop in a YAML file; its local repository must exist."""
     path = Path(path)
-    return parse_loop(_read(path), str(path), path.resolve().parent, check_paths=True)
+    return parse_loop(read_text_file(path), str(path), path.resolve().parent, check_paths=True)
 
 
 def starter_loop_text() -> str:

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator
 
 from config.fields import parse_duration
-from workflows.loop_template import PLACEHOLDERS, misplaced_placeholders, unknown_placeholders
+from workflows.loop_template import PLACEHOLDERS, TRUSTED, misplaced_placeholders, unknown_placeholders
 
 __all__ = [
     "Command",
@@ -92,11 +92,19 @@ def command_line(command: str) -> str:
             "(for a literal brace group write it with spaces, e.g. `{ x; }`)"
         )
     misplaced = misplaced_placeholders(command)
+    if "last_error" in misplaced:
+        raise ValueError(
+            "{last_error} stands inside quotes, `${...}` or a here-document: its value is the last "
+            "failed command's output, which the project under repair writes, so it could end the "
+            "quotes and run as shell code; write it outside the quotes as an argument of its own, "
+            "e.g. `--task 'Fix the latest failure:' {last_error}` (it is quoted for you)"
+        )
     if misplaced:
         names = ", ".join(f"{{{name}}}" for name in misplaced)
+        variables = ", ".join(f"${TRUSTED[name]}" for name in misplaced)
         raise ValueError(
-            f"{names} stands inside quotes, `${{...}}` or a here-document, where its value could "
-            "run as shell code; write it bare (it is quoted for you when the command runs)"
+            f"{names} stands inside `${{...}}` or a here-document, where it cannot be filled in "
+            f"safely; write it bare or in quotes, or read {variables} there"
         )
     return command
 

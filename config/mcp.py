@@ -4,18 +4,22 @@
       - name: linear                     # the tools' prefix: linear.create_issue
         transport: streamable-http
         url: https://mcp.linear.app/mcp
-        headers_from_env: {Authorization: LINEAR_MCP_AUTH}
+        headers_from_env: {Authorization: LINEAR_MCP_AUTH}   # or "Bearer ${LINEAR_TOKEN}"
+        headers: {X-Readonly: "true"}        # sent as written: never a secret
         allow: [list_issues, create_issue]   # omitted: nothing is allowed
         writes: [create_issue]               # which allowed tools have side effects
 
 Secrets are named by environment variable, never written inline: the config is stored,
-shown and carried in every task's history. Pydantic only.
+shown and carried in every task's history. A `headers_from_env` value is a variable's name
+(its value is the header) or text with `${NAME}` in it (`Bearer ${GITHUB_TOKEN}`). Pydantic
+only.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+from collections.abc import Callable
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -29,6 +33,21 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An MCP tool name, or a glob over such names.
 _TOOL_PATTERN = re.compile(r"^[A-Za-z0-9_*?\[\]-][A-Za-z0-9_.*?\[\]!-]*$")
 _SECRET_QUERY = re.compile(r"(?i)(token|key|secret|password|auth)=")
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Headers that carry credentials: their value must come from the environment.
+_SECRET_HEADERS = ("authorization", "proxy-authorization", "cookie")
+
+
+def header_variables(value: str) -> list[str]:
+    """The environment variables a `headers_from_env` value reads: its name, or each `${NAME}`."""
+    return [value] if _ENV_NAME.match(value) else _PLACEHOLDER.findall(value)
+
+
+def header_value(value: str, lookup: Callable[[str], str]) -> str:
+    """The header a `headers_from_env` value stands for, each variable read through `lookup`."""
+    if _ENV_NAME.match(value):
+        return lookup(value)
+    return _PLACEHOLDER.sub(lambda match: lookup(match.group(1)), value)
 
 
 class McpServer(Strict):
@@ -39,6 +58,7 @@ class McpServer(Strict):
     headers_from_env: dict[str, str] = Field(
         default={}, description="HTTP header -> the environment variable holding its value"
     )
+    headers: dict[str, str] = Field(default={}, description="HTTP headers sent as written (never a secret)")
     env_from: list[str] = Field(default=[], description="Environment variables passed to a stdio server")
     allow: list[str] = Field(default=[], description="Tool names or globs this agent may call")
     writes: list[str] = Field(default=[], description="Which allowed tools have side effects")
@@ -75,14 +95,28 @@ class McpServer(Strict):
             if self.url:
                 problems.append((("url",), "a stdio server has a command, not a url; remove it"))
         for header, variable in self.headers_from_env.items():
-            if not _ENV_NAME.match(variable):
+            if not header_variables(variable):
                 problems.append(
                     (
                         ("headers_from_env", header),
-                        "give the name of an environment variable holding the value, never the value "
-                        "itself (secrets must not be written in the config)",
+                        "give the name of an environment variable holding the value, or text such "
+                        "as 'Bearer ${TOKEN}', never the value itself (secrets must not be written "
+                        "in the config)",
                     )
                 )
+        for header in self.headers:
+            if header.lower() in _SECRET_HEADERS:
+                problems.append(
+                    (
+                        ("headers", header),
+                        f"{header} carries a credential: name its environment variable in "
+                        f"headers_from_env instead, e.g. {{{header}: 'Bearer ${{TOKEN}}'}}",
+                    )
+                )
+            elif header.lower() in (h.lower() for h in self.headers_from_env):
+                problems.append((("headers", header), f"{header} is also in headers_from_env; set it once"))
+            elif self.transport == "stdio":
+                problems.append((("headers", header), "a stdio server takes no HTTP headers; remove it"))
         for index, variable in enumerate(self.env_from):
             if not _ENV_NAME.match(variable):
                 problems.append((("env_from", index), f"{variable!r} is not an environment variable name"))

@@ -4,18 +4,21 @@ The seed form differs from ours in three shapes; everything else (memory, budget
 policy) is already the same:
 
 - `surfaces` is a list: `- {type: slack, channel: "#dev"}`, `- {type: github, repo: a/b}`,
-  `- {type: cli}`. A surface this release does not serve (discord, zoom, linear) is a
-  problem at its `type`, never silently dropped.
+  `- {type: cli}`. A surface pyopenloop names that this release does not serve (discord,
+  zoom, linear) is left out with a warning at its `type`; any other type is a problem.
 - a tool named after a family (`{name: github, permissions: [issues:write]}`) is a group:
   every tool of that family whose permission is listed.
 - `approvals.require_for` may name a permission (`github.issues:write`): every granted
   tool of that family that needs it. A permission no granted tool needs gates nothing.
 
-A model route's `task: code` means the same here: a task holding a workspace (coding).
+A model route's `task: code` means the same here: a task holding a workspace (coding);
+`task: investigate` is `investigate_ci`. What pyopenloop's newer files add (its second
+apiVersion, `metadata.id`, MCP tools in `spec.tools`, the coding tools) is mapped by
+`config.seed_mapping`.
 
 `expand` rewrites a document's data before validation and records where each rewritten
 field came from, so the loader reports a problem at the line of the group or list item the
-user wrote. `to_seed_form` goes the other way for `openloop agents convert`. Plain data in,
+user wrote. `config.seed_form_back` goes the other way for `openloop agents convert`. Plain data in,
 plain data out: no YAML, no I/O (that is `config.loader`).
 """
 
@@ -24,13 +27,25 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-Loc = tuple[str | int, ...]
+from config.agent import API_VERSION
+from config.seed_expansion import Expansion, Loc
+from config.seed_mapping import (
+    CODE_FAMILIES,
+    SEED_API_VERSION,
+    TASK_ALIASES,
+    UNSERVED_SURFACES,
+    code_gate,
+    code_tools,
+    identity,
+    mcp_servers,
+    needs_repositories,
+)
+
+__all__ = ["Expansion", "Loc", "expand", "family_tools"]
 
 SERVED_SURFACES = ("slack", "github", "cli")
-TASK_ALIASES: dict[str, str] = {}  # seed task kinds spelled otherwise here (none since `code`)
 _PERMISSION = re.compile(r"^[a-z_]+:[a-z_]+$")
 _TYPO_CUTOFF = 0.85  # issue:write is a typo of issues:write; pulls:write is another permission
 # Keys a seed-form surface item may carry besides `type`, and where each goes in ours.
@@ -49,42 +64,43 @@ _SURFACE_KEYS: dict[str, dict[str, str]] = {
 _LISTS = {"channels", "repos"}
 
 
-@dataclass
-class Expansion:
-    """A document in today's form, where its rewritten parts came from, and what is wrong."""
-
-    data: Any
-    origins: dict[Loc, Loc] = field(default_factory=dict)
-    problems: list[tuple[Loc, str]] = field(default_factory=list)
-
-    def original(self, loc: Loc) -> Loc:
-        """The place in the user's file that `loc` (in the rewritten data) came from."""
-        for cut in range(len(loc), 0, -1):
-            source = self.origins.get(loc[:cut])
-            if source is not None:
-                return (*source, *loc[cut:])
-        return loc
-
-
 def expand(data: Any, tools: Mapping[str, str] | None) -> Expansion:
     """`data` in today's form. Without the tool catalog (`tools` None) groups stay as written."""
     result = Expansion(data)
-    spec = data.get("spec") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return result
+    if data.get("apiVersion") == SEED_API_VERSION:
+        data = {**data, "apiVersion": API_VERSION}
+        result.note(("apiVersion",), ("apiVersion",), f"{SEED_API_VERSION} is the same format")
+    data = identity(data, result)
+    result.data = data
+    spec = data.get("spec")
     if not isinstance(spec, dict):
         return result
     spec = dict(spec)
     result.data = {**data, "spec": spec}
     if isinstance(spec.get("surfaces"), list):
         spec["surfaces"] = _surfaces(spec["surfaces"], result)
+    # MCP tools in spec.tools join spec.mcp_servers (unless that is not a list: its error stands)
+    written = spec.get("mcp_servers", [])
+    moved = isinstance(written, list) and isinstance(spec.get("tools"), list)
+    if moved and any(isinstance(t, dict) and t.get("type") == "mcp" for t in spec["tools"]):
+        spec["mcp_servers"] = [*written, *mcp_servers(spec["tools"], len(written), result)]
+    if tools is None and moved:
+        spec["tools"] = _without_mcp(spec["tools"], result)
     if tools is not None and isinstance(spec.get("tools"), list):
-        spec["tools"] = _tools(spec["tools"], tools, result)
+        spec["tools"] = _tools(spec["tools"], tools, result, moved)
+        needs_repositories(spec, spec["tools"], result)
         approvals = spec.get("approvals")
         if isinstance(approvals, dict) and isinstance(approvals.get("require_for"), list):
             gated = _require_for(approvals["require_for"], spec["tools"], tools, result)
             spec["approvals"] = {**approvals, "require_for": gated}
     policy = spec.get("model_policy")
     if isinstance(policy, dict) and isinstance(policy.get("routes"), list):
-        spec["model_policy"] = {**policy, "routes": [_route(r) for r in policy["routes"]]}
+        routes = [
+            _route(r, ("spec", "model_policy", "routes", n), result) for n, r in enumerate(policy["routes"])
+        ]
+        spec["model_policy"] = {**policy, "routes": routes}
     return result
 
 
@@ -98,6 +114,13 @@ def _surfaces(items: list[Any], result: Expansion) -> dict[str, Any]:
                 ((*at, index), "expected a surface such as {type: slack, channel: '#dev'}")
             )
             continue
+        if kind in UNSERVED_SURFACES:
+            result.warn(
+                (*at, index, "type"),
+                f"surface {kind!r} is not served by this release (served: {', '.join(SERVED_SURFACES)}): "
+                "the agent is applied without it",
+            )
+            continue
         if kind not in SERVED_SURFACES:
             result.problems.append(
                 (
@@ -109,6 +132,7 @@ def _surfaces(items: list[Any], result: Expansion) -> dict[str, Any]:
             continue
         target = ours.setdefault(kind, {})
         result.origins.setdefault((*at, kind), (*at, index))
+        result.note((*at, index), (*at, kind), f"surface list item: surfaces.{kind}")
         for key, value in item.items():
             if key == "type":
                 continue
@@ -135,15 +159,38 @@ def _surfaces(items: list[Any], result: Expansion) -> dict[str, Any]:
     return ours
 
 
-def _family_tools(tools: Mapping[str, str], family: str) -> dict[str, str]:
+def family_tools(tools: Mapping[str, str], family: str) -> dict[str, str]:
+    """The catalog's tools of one family (`github`) and the permission each needs."""
     return {name: perm for name, perm in tools.items() if name.split(".", 1)[0] == family}
 
 
-def _tools(items: list[Any], tools: Mapping[str, str], result: Expansion) -> list[Any]:
-    families = {name.split(".", 1)[0] for name in tools}
+def _without_mcp(items: list[Any], result: Expansion) -> list[Any]:
+    """The grants as written but for the MCP tools, which are servers now (no tool catalog)."""
+    kept: list[Any] = []
+    for index, item in enumerate(items):
+        if not (isinstance(item, dict) and item.get("type") == "mcp"):
+            result.origins[("spec", "tools", len(kept))] = ("spec", "tools", index)
+            kept.append(item)
+    return kept
+
+
+def _offered(family: str, tools: Mapping[str, str]) -> dict[str, list[str]]:
+    """Each permission a tool group may list, and the tools here it stands for."""
+    if family in CODE_FAMILIES:
+        return {perm: code_tools(writes, tools) for perm, writes in CODE_FAMILIES[family].items()}
+    offered: dict[str, list[str]] = {}
+    for name, perm in family_tools(tools, family).items():
+        offered.setdefault(perm, []).append(name)
+    return offered
+
+
+def _tools(items: list[Any], tools: Mapping[str, str], result: Expansion, moved: bool) -> list[Any]:
+    families = {name.split(".", 1)[0] for name in tools} | set(CODE_FAMILIES)
     named = {i.get("name") for i in items if isinstance(i, dict) and i.get("name") not in families}
     ours: list[Any] = []
     for index, item in enumerate(items):
+        if isinstance(item, dict) and item.get("type") == "mcp" and moved:
+            continue  # an MCP server here (`config.seed_mapping.mcp_servers`)
         family = item.get("name") if isinstance(item, dict) else None
         if family not in families or item.get("type", "native") != "native":
             result.origins[("spec", "tools", len(ours))] = ("spec", "tools", index)
@@ -154,8 +201,8 @@ def _tools(items: list[Any], tools: Mapping[str, str], result: Expansion) -> lis
         if not isinstance(permissions, list):
             result.problems.append((at, "expected a list of permissions, e.g. [issues:write]"))
             continue
-        offered = _family_tools(tools, family)
-        needed = sorted(set(offered.values()))
+        offered = _offered(family, tools)
+        needed = sorted(offered)
         for position, permission in enumerate(permissions):
             if not isinstance(permission, str) or not _PERMISSION.match(permission):
                 result.problems.append(
@@ -169,14 +216,10 @@ def _tools(items: list[Any], tools: Mapping[str, str], result: Expansion) -> lis
                 result.problems.append(
                     ((*at, position), f"{permission!r} is not a permission; did you mean {close[0]!r}?")
                 )
-        # In the order the permissions are listed, then the catalog's: the order tools are offered.
-        chosen = [
-            name
-            for permission in dict.fromkeys(p for p in permissions if isinstance(p, str))
-            for name, perm in offered.items()
-            if perm == permission and name not in named
-        ]
-        if not chosen and not any(perm in permissions for perm in offered.values()):
+            elif permission not in offered:
+                result.note((*at, position), None, f"no {family} tool here needs {permission}")
+        listed = list(dict.fromkeys(p for p in permissions if isinstance(p, str)))
+        if not any(permission in offered for permission in listed):
             result.problems.append(
                 (
                     at,
@@ -184,22 +227,40 @@ def _tools(items: list[Any], tools: Mapping[str, str], result: Expansion) -> lis
                     f"its tools need: {', '.join(needed)}",
                 )
             )
-        rest = {k: v for k, v in item.items() if k not in ("name", "permissions")}
-        for name in chosen:
-            result.origins[("spec", "tools", len(ours))] = ("spec", "tools", index)
-            ours.append({"name": name, **rest, "permissions": [offered[name]]})
+        # `type: native` is every grant's default here: not repeated on each tool of the group
+        rest = {
+            k: v for k, v in item.items() if k not in ("name", "permissions") and (k, v) != ("type", "native")
+        }
+        # In the order the permissions are listed, then the catalog's: the order tools are
+        # offered. A tool two groups grant (github pulls:write and a coding one) is listed once.
+        for permission in listed:
+            for name in offered.get(permission, []):
+                if name in named or any(isinstance(g, dict) and g.get("name") == name for g in ours):
+                    continue
+                result.origins[("spec", "tools", len(ours))] = ("spec", "tools", index)
+                result.note(("spec", "tools", index), ("spec", "tools", len(ours)), f"{family} {permission}")
+                ours.append({"name": name, **rest, "permissions": [tools[name]]})
     return ours
+
+
+def _gates(family: str, permission: str, tools: Mapping[str, str]) -> list[str] | None:
+    """The tools a `family.permission` approval rule gates (None: not a permission there)."""
+    if family in CODE_FAMILIES:
+        writes = CODE_FAMILIES[family].get(permission)
+        return None if writes is None else [code_gate(writes)]
+    return [name for name, perm in family_tools(tools, family).items() if perm == permission]
 
 
 def _require_for(
     items: list[Any], granted: list[Any], tools: Mapping[str, str], result: Expansion
 ) -> list[Any]:
-    families = {name.split(".", 1)[0] for name in tools}
+    families = {name.split(".", 1)[0] for name in tools} | set(CODE_FAMILIES)
     names = [str(g.get("name")) for g in granted if isinstance(g, dict)]
     at: Loc = ("spec", "approvals", "require_for")
     ours: list[Any] = []
     for index, rule in enumerate(items):
         family, _, permission = str(rule).partition(".")
+        gated = _gates(family, permission, tools) if family in families else None
         if not isinstance(rule, str) or ":" not in permission:
             result.origins[(*at, len(ours))] = (*at, index)
             ours.append(rule)
@@ -208,85 +269,29 @@ def _require_for(
             result.problems.append(
                 ((*at, index), f"{rule!r}: {family!r} is not a tool family; families: {known}")
             )
+        elif gated is None:
+            known = ", ".join(f"{family}.{p}" for p in CODE_FAMILIES.get(family, {}))
+            result.problems.append(
+                ((*at, index), f"{rule!r} is not a permission of {family}; known: {known}")
+            )
         else:
-            for name in names:
-                if tools.get(name) == permission and name.startswith(family + ".") and name not in ours:
+            for name in (n for n in names if n in gated):
+                if name not in ours:
                     result.origins[(*at, len(ours))] = (*at, index)
                     ours.append(name)
+                held = (
+                    " (asked with its diff; the coding before it is not held)"
+                    if family in CODE_FAMILIES
+                    else ""
+                )
+                result.note((*at, index), (*at, ours.index(name)), f"{rule} gates {name}{held}")
     return ours
 
 
-def _route(route: Any) -> Any:
+def _route(route: Any, at: Loc, result: Expansion) -> Any:
     match = route.get("match") if isinstance(route, dict) else None
     task = match.get("task") if isinstance(match, dict) else None
     if not isinstance(match, dict) or not isinstance(task, str) or task not in TASK_ALIASES:
         return route
+    result.note((*at, "match", "task"), (*at, "match", "task"), f"task {task} is {TASK_ALIASES[task]} here")
     return {**route, "match": {**match, "task": TASK_ALIASES[task]}}
-
-
-def to_seed_form(data: dict[str, Any], tools: Mapping[str, str]) -> dict[str, Any]:
-    """A valid document in today's form written in the seed form's shapes where they fit:
-    a surface list, one group per tool family whose grants are exactly what its permissions
-    allow, approvals by permission where every granted tool needing it is gated."""
-    spec = dict(data.get("spec") or {})
-    surfaces = spec.get("surfaces")
-    if isinstance(surfaces, dict):
-        items: list[dict[str, Any]] = []
-        for kind in ("slack", "github"):
-            surface = dict(surfaces.get(kind) or {})
-            many = surface.pop("channels" if kind == "slack" else "repos", [])
-            one = "channel" if kind == "slack" else "repo"
-            items += [
-                {"type": kind, one: value, **(surface if n == 0 else {})} for n, value in enumerate(many)
-            ]
-        if surfaces.get("cli", True):
-            items.append({"type": "cli"})
-        spec["surfaces"] = items
-    grants = [g for g in spec.get("tools") or [] if isinstance(g, dict)]
-    # A plain grant (no limit_to, no server) of a catalog tool may join its family's group.
-    plain = {
-        str(g["name"]): tools[str(g["name"])]
-        for g in grants
-        if str(g.get("name")) in tools and set(g) <= {"name", "permissions", "type"}
-    }
-    grouped: list[dict[str, Any]] = []
-    for grant in grants:
-        name = str(grant.get("name"))
-        family = name.split(".", 1)[0]
-        group = next((g for g in grouped if g.get("name") == family), None)
-        if name in plain and group is not None:
-            group["permissions"] = list(dict.fromkeys([*group["permissions"], plain[name]]))
-        elif name in plain:
-            grouped.append({"name": family, "type": "native", "permissions": [plain[name]]})
-        else:
-            grouped.append(grant)
-    # A group stands for every tool its permissions allow: keep it only when that is exactly
-    # the plain grants of its family, else list them one by one.
-    exact: list[dict[str, Any]] = []
-    for group in grouped:
-        family = str(group["name"])
-        if "." not in family:
-            members = [
-                g for g in grants if str(g["name"]) in plain and str(g["name"]).startswith(family + ".")
-            ]
-            allowed = {n for n, p in _family_tools(tools, family).items() if p in group["permissions"]}
-            if allowed != {str(g["name"]) for g in members}:
-                exact += members
-                continue
-        exact.append(group)
-    spec["tools"] = exact
-    approvals = spec.get("approvals")
-    if isinstance(approvals, dict) and approvals.get("require_for"):
-        gated = set(approvals["require_for"])
-        by_rule: dict[str, list[str]] = {}
-        for grant in grants:
-            name = str(grant["name"])
-            if name in tools:
-                by_rule.setdefault(f"{name.split('.', 1)[0]}.{tools[name]}", []).append(name)
-        rules = [rule for rule, names in by_rule.items() if set(names) <= gated]
-        covered = {name for rule in rules for name in by_rule[rule]}
-        spec["approvals"] = {
-            **approvals,
-            "require_for": rules + [g for g in approvals["require_for"] if g not in covered],
-        }
-    return {**data, "spec": spec}

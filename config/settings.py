@@ -55,6 +55,8 @@ class Settings(BaseModel):
     database_url: str | None = None
     state_dir: Path = Path(".openloop")
     skills_dir: Path | None = None  # where agents' skills are found (default: config/skills)
+    skill_max_file_bytes: int = 1024 * 1024  # per resource file; an asset over it stays out
+    skill_max_bytes: int = 8 * 1024 * 1024  # all of one skill's files together
     http_address: str = "127.0.0.1:8080"
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
@@ -87,6 +89,8 @@ class Settings(BaseModel):
             skills_dir=Path(_env("OPENLOOP_SKILLS_DIR") or "").expanduser()
             if _env("OPENLOOP_SKILLS_DIR")
             else None,
+            skill_max_file_bytes=int(_env("OPENLOOP_SKILL_MAX_FILE_BYTES") or 1024 * 1024),
+            skill_max_bytes=int(_env("OPENLOOP_SKILL_MAX_BYTES") or 8 * 1024 * 1024),
             http_address=_env("OPENLOOP_HTTP_ADDRESS", "127.0.0.1:8080") or "",
             slack_bot_token=_secret("SLACK_BOT_TOKEN"),
             slack_signing_secret=_secret("SLACK_SIGNING_SECRET"),

@@ -56,6 +56,23 @@ def _shown(tests: list[str], limit: int = 3) -> str:
     return ", ".join(tests[:limit]) + more
 
 
+def _unnamed(results: list[CommandResult]) -> str:
+    """Words for failed scan/verify runs whose output named no tests ("" when all did): with
+    no test ids, a test the fix broke looks the same as one still failing."""
+    steps = [
+        r.step.value
+        for r in results
+        if r.step in (Step.SCAN, Step.VERIFY) and r.outcome is Outcome.FAILED and r.failing_tests is None
+    ]
+    if not steps:
+        return ""
+    return (
+        f"{' and '.join(steps)} output names no tests, so a regression cannot be detected; "
+        "print test ids (pytest, unittest, go test -json, jest --json, vitest --reporter=json, "
+        "cargo test or a JUnit report)"
+    )
+
+
 def _fewer(most: int, now: int, stopped: list[str]) -> tuple[list[str], str]:
     """The tests gone, and the words for a run of `now` tests where `most` ran before; the
     tests that stopped failing are named gone when the missing count accounts for them all."""
@@ -133,6 +150,8 @@ class LoopProgress:
             note = f"fixed {_shown(fixed)}" if fixed else f"{self.baseline.metric_name} now {metric}"  # type: ignore[union-attr]
         else:
             verdict, note = RoundVerdict.FAILED, self._failure_note(results, metric, checks_pass)
+        if verdict is not RoundVerdict.PASSED and (unnamed := _unnamed(results)):
+            note = f"{note}; {unnamed}"
         fix_ran = any(r.step in (Step.FIX, Step.IMPROVE) for r in results)
         if verdict in (RoundVerdict.PASSED, RoundVerdict.IMPROVING):
             self.consecutive_failures = 0

@@ -4,7 +4,13 @@ A loop file's commands are shell lines such as `python fix.py {last_error}`. Eac
 placeholder is replaced by its value shell-quoted, so a value is always one literal argument:
 `{last_error}` is the previous command's output, written by whatever the project printed, and
 must never become shell syntax. Quoting only holds where the shell reads the value as a bare
-word, so a placeholder inside quotes, `${...}` or after a here-document is refused.
+word, so `{last_error}` inside quotes, `${...}` or after a here-document is refused.
+
+The other placeholders are OpenLoop's own values (the workspace path, the round number), so
+they may also stand inside '...' or "..." as other loop tools write them (`--task 'Fix the
+latest failure in {workspace}'`): a value made only of characters that mean nothing to the
+shell goes in as is, any other through its `OPENLOOP_*` variable, which the shell expands
+once and never re-reads.
 
 Pure string work with no I/O: the loop workflow renders commands inside Temporal's sandbox.
 """
@@ -17,6 +23,7 @@ from collections.abc import Mapping
 
 __all__ = [
     "PLACEHOLDERS",
+    "TRUSTED",
     "misplaced_placeholders",
     "render_command",
     "step_environment",
@@ -32,6 +39,15 @@ _PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # `$(...)`/backtick command or a `(...)` subshell. Inside quotes, `${...}` or a here-document
 # body the single quotes would be kept as text or the value expanded.
 _SAFE_CONTEXTS = frozenset({"top", "command", "backtick", "subshell"})
+_QUOTED = frozenset({"single", "double"})
+# OpenLoop's own values, never written by the project: safe inside quotes (see above).
+TRUSTED = {
+    "workspace": "OPENLOOP_WORKSPACE",
+    "project_root": "OPENLOOP_PROJECT_ROOT",
+    "round": "OPENLOOP_ROUND",
+}
+# What `shlex.quote` leaves unquoted: literal inside single and double quotes alike.
+_PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
 
 
 def _contexts(command: str) -> list[tuple[int, str]]:
@@ -46,7 +62,7 @@ def _contexts(command: str) -> list[tuple[int, str]]:
     while index < len(command):
         char, context = command[index], stack[-1]
         pair = command[index : index + 2]
-        if char == "{" and context != "single":
+        if char == "{":
             found.append((index, context))
         if context == "heredoc":
             pass  # stays to the end: the body's lines are expanded by the shell
@@ -101,28 +117,43 @@ def unknown_placeholders(command: str) -> list[str]:
     return list(dict.fromkeys(names))
 
 
+def _fits(name: str, context: str | None) -> bool:
+    return context in _SAFE_CONTEXTS or (name in TRUSTED and context in _QUOTED)
+
+
 def misplaced_placeholders(command: str) -> list[str]:
-    """Known placeholders standing where a quoted value would not stay literal (inside
-    quotes, `${...}` or a here-document): each once, in order of appearance."""
+    """Known placeholders standing where their value would not stay literal (`{last_error}`
+    inside quotes; any inside `${...}` or a here-document): each once, in order."""
     context_at = dict(_contexts(command))
     names = [
         match.group(1)
         for match in _PLACEHOLDER.finditer(command)
-        if match.group(1) in PLACEHOLDERS and context_at.get(match.start()) not in _SAFE_CONTEXTS
+        if match.group(1) in PLACEHOLDERS and not _fits(match.group(1), context_at.get(match.start()))
     ]
     return list(dict.fromkeys(names))
 
 
+def _in_quotes(name: str, value: str, context: str) -> str:
+    """A trusted value inside quotes: as is when plain, else its variable, expanded once."""
+    if _PLAIN.match(value):
+        return value
+    variable = "${" + TRUSTED[name] + "}"
+    return variable if context == "double" else f"'\"{variable}\"'"
+
+
 def render_command(command: str, values: Mapping[str, str]) -> str:
-    """`command` with each known placeholder replaced by its value, shell-quoted.
+    """`command` with each known placeholder replaced by its value, shell-quoted (inside
+    quotes, a trusted value as `_in_quotes` puts it; the command must run with
+    `step_environment`'s variables).
 
     Unknown `{names}` are left as written (the loop file reader refuses them). Raises
-    ValueError for a placeholder with no value or one that stands inside quotes.
+    ValueError for a placeholder with no value or one that cannot be filled in safely.
     """
     misplaced = misplaced_placeholders(command)
     if misplaced:
         names = ", ".join(f"{{{name}}}" for name in misplaced)
         raise ValueError(f"{names} inside quotes cannot be filled in safely; write it bare")
+    context_at = dict(_contexts(command))
 
     def fill(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -130,6 +161,9 @@ def render_command(command: str, values: Mapping[str, str]) -> str:
             return match.group(0)
         if name not in values:
             raise ValueError(f"no value for {{{name}}}")
+        context = context_at.get(match.start())
+        if context in _QUOTED:
+            return _in_quotes(name, values[name], context)
         return shlex.quote(values[name])
 
     return _PLACEHOLDER.sub(fill, command)

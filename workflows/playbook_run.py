@@ -4,11 +4,13 @@ Every step waits for the steps it comes `after`, then runs (`workflows.playbook_
 whose upstream steps are done run in parallel, at most `MAX_PARALLEL_STEPS` child tasks at once
 (the others wait for a free slot). A step whose upstream step failed or was
 skipped is SKIPPED with that reason; the run FAILS when any step failed, with the first
-failure's reason. After a step with `emits:` succeeds, its output is published as that
-event, which starts the runs of the playbooks listening for it (one level deeper; chains stop
-at `MAX_EMIT_DEPTH`, and the runs of one outside event at `MAX_RUNS_PER_EVENT`, the reason
-in the emitting step's). The run's record (steps, outputs, costs) is stored when it starts,
-after each step, and at its end; `progress` shows the steps while it runs.
+failure's reason. After a step with `emits:` succeeds (and its `when:` condition, if any,
+holds for its output), its output is published as that event, with the fields it `carried`
+over from the run's event, which starts the runs of the playbooks listening for it (one
+level deeper; chains stop at `MAX_EMIT_DEPTH`, and the runs of one outside event at
+`MAX_RUNS_PER_EVENT`, the reason in the emitting step's). The run's record (steps, outputs,
+costs) is stored when it starts, after each step, and at its end; `progress` shows the steps
+while it runs.
 
 The workflow id derives from the event (a delivery id, a Slack event id, a schedule's time),
 so a redelivered event never starts a second run. Workflow code: deterministic, no I/O.
@@ -139,7 +141,10 @@ class PlaybookRunWorkflow:
         finally:
             self._running -= 1
         if state.status is StepStatus.SUCCEEDED and step.emits:
-            await self._publish(inp, step, state)
+            if step.emit_when is None or step.emit_when.holds(state.output):
+                await self._publish(inp, step, state)
+            else:
+                state.reason = f"did not emit {step.emits}: {step.emit_when} does not hold"
         await self._save()
 
     async def _publish(self, inp: PlaybookRunInput, step: PlaybookStep, state: StepRun) -> None:
@@ -150,8 +155,9 @@ class PlaybookRunWorkflow:
                 f"did not emit {step.emits}: runs started by emitted events stop at depth {MAX_EMIT_DEPTH}"
             )
             return
+        carried = {name: inp.event[name] for name in step.carried if name in inp.event}
         event = PublishEvent(
-            event_name=step.emits, event=state.output, run_key=f"{run_id}.{step.name}",
+            event_name=step.emits, event={**carried, **state.output}, run_key=f"{run_id}.{step.name}",
             depth=inp.depth + 1, source=run_id, origin=inp.origin or run_id,
         )  # fmt: skip
         try:

@@ -63,6 +63,25 @@ class Trigger(BaseModel):
     timezone: str = "UTC"
 
 
+class EmitCondition(BaseModel):
+    """`verdict == fail` on a step's `emits:`: the event is published only when the step's
+    output field has (or, `equals=False`, has not) that value."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str  # an output field of the step
+    value: str  # as written; a bool output compares as `true` / `false`
+    equals: bool = True
+
+    def holds(self, output: dict[str, Any]) -> bool:
+        found = output.get(self.name)
+        text = None if found is None else (str(found).lower() if isinstance(found, bool) else str(found))
+        return (text == self.value) is self.equals
+
+    def __str__(self) -> str:
+        return f"{self.name} {'==' if self.equals else '!='} {self.value}"
+
+
 class PlaybookStep(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -72,6 +91,9 @@ class PlaybookStep(BaseModel):
     after: tuple[str, ...] = ()
     output: tuple[TypedField, ...] = ()
     emits: str | None = None
+    emit_when: EmitCondition | None = None  # None: `emits` after every success
+    # The emitted event's fields taken from the run's event, the output lacking them.
+    carried: tuple[str, ...] = ()
     budget_usd: float | None = None
     # Writes this step's agent may make need an approval first ("required"), or follow the
     # agent's own rules ("agent").

@@ -2,9 +2,9 @@
 the part of a failure worth handing to the next round's fixer as `{last_error}`.
 
 Reads pytest's terminal output (the short summary, `-v` lines, collection errors, the final
-counts line) and JUnit XML reports. A report is read only through the caller's `read_file`,
-which must keep to the workspace; it is parsed only when small enough and free of DTDs, so
-a hostile report can neither exhaust memory nor expand entities. No other I/O here.
+counts line) here, and JUnit XML reports and other runners' output (unittest, go test -json,
+Jest/Vitest JSON, cargo test) through `activities.loops.runners`. A report is read only
+through the caller's `read_file`, which must keep to the workspace. No other I/O here.
 """
 
 from __future__ import annotations
@@ -12,13 +12,12 @@ from __future__ import annotations
 import math
 import re
 import shlex
-import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Iterable
 
-__all__ = ["MAX_REPORT_CHARS", "failing_tests", "last_error", "metric", "ran_count"]
+from activities.loops.runners import Reading, read_runners
+from activities.loops.runners.junit import MAX_REPORT_CHARS, junit_failures, junit_ran
 
-# A JUnit report larger than this is not parsed (pytest's are a few hundred bytes a test).
-MAX_REPORT_CHARS = 16 * 2**20
+__all__ = ["MAX_REPORT_CHARS", "failing_tests", "last_error", "metric", "ran_count"]
 
 ReadFile = Callable[[str], str | None]
 
@@ -38,7 +37,6 @@ _RAN_WORDS = _FAILED_WORDS | {"passed", "xfailed", "xpassed"}  # not skipped, no
 _SESSION_START = re.compile(r"^=+ test session starts =+$")
 _SHORT_SUMMARY = re.compile(r"^=+ short test summary info =+$")
 _REPORT_LINE = re.compile(r"generated xml file: (.+?)(?: -+)?\s*$")
-_TEST_MODULE = re.compile(r"^(test_.*|.*_test)$")
 
 
 def _clean(text: str) -> str:
@@ -67,77 +65,25 @@ def _is_node_id(node_id: str, pytest_run: bool) -> bool:
     return "::" in node_id or pytest_run
 
 
-def _pytest_id(classname: str, name: str, file: str | None) -> str:
-    """pytest's junit `classname` and `name` back to its node id: `tests.test_calc.TestCalc`
-    and `test_add` -> `tests/test_calc.py::TestCalc::test_add`."""
-    if not classname:
-        # A collection error: `name` is the module, dotted.
-        return name.replace(".", "/") + ".py"
-    parts = classname.split(".")
-    module_length = None
-    if file:
-        file_parts = file.removesuffix(".py").replace("\\", "/").split("/")
-        if parts[: len(file_parts)] == file_parts:
-            module_length = len(file_parts)
-    if module_length is None:
-        modules = [index for index, part in enumerate(parts) if _TEST_MODULE.match(part)]
-        classes = [index for index, part in enumerate(parts) if part[:1].isupper()]
-        module_length = modules[-1] + 1 if modules else classes[0] if classes else len(parts)
-    path = file or "/".join(parts[:module_length]) + ".py"
-    return "::".join([path, *parts[module_length:], name])
-
-
-def _junit(text: str) -> ElementTree.Element | None:
-    """A JUnit XML report's root; None when it is not one we can read safely."""
-    if len(text) > MAX_REPORT_CHARS or "<!doctype" in text.lower():
-        return None
-    try:
-        root = ElementTree.fromstring(text)
-    except ElementTree.ParseError:
-        return None
-    return root if root.tag in ("testsuites", "testsuite") else None
-
-
-def _junit_ran(text: str) -> int | None:
-    """How many test cases of a JUnit report ran (were not skipped)."""
-    root = _junit(text)
-    if root is None:
-        return None
-    return sum(1 for case in root.iter("testcase") if not any(c.tag == "skipped" for c in case))
-
-
-def _junit_failures(text: str) -> set[str] | None:
-    """Failing test ids in a JUnit XML report; None when it is not one we can read safely."""
-    root = _junit(text)
-    if root is None:
-        return None
-    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-    made_by_pytest = any(suite.get("name") == "pytest" for suite in suites)
-    failing: set[str] = set()
-    for case in root.iter("testcase"):
-        if not any(child.tag in ("failure", "error") for child in case):
-            continue
-        classname, name = case.get("classname", ""), case.get("name", "")
-        if made_by_pytest:
-            failing.add(_pytest_id(classname, name, case.get("file")))
-        else:
-            failing.add(f"{classname}::{name}" if classname else name)
-    return failing
-
-
-def _report_paths(lines: Iterable[str], command: str) -> list[str]:
-    paths = [match.group(1) for line in lines if (match := _REPORT_LINE.search(line))]
+def _option_values(command: str, options: tuple[str, ...]) -> list[str]:
+    """The values `command` gives `options` (`--opt=V` or `--opt V`)."""
     try:
         words = shlex.split(command)
     except ValueError:
         words = []
+    values = []
     for index, word in enumerate(words):
-        for option in ("--junitxml", "--junit-xml"):
+        for option in options:
             if word.startswith(option + "="):
-                paths.append(word.split("=", 1)[1])
+                values.append(word.split("=", 1)[1])
             elif word == option and index + 1 < len(words):
-                paths.append(words[index + 1])
-    return list(dict.fromkeys(paths))
+                values.append(words[index + 1])
+    return values
+
+
+def _report_paths(lines: Iterable[str], command: str) -> list[str]:
+    paths = [match.group(1) for line in lines if (match := _REPORT_LINE.search(line))]
+    return list(dict.fromkeys(paths + _option_values(command, ("--junitxml", "--junit-xml"))))
 
 
 def _read_reports(paths: list[str], read_file: ReadFile) -> list[str]:
@@ -154,7 +100,7 @@ def _read_reports(paths: list[str], read_file: ReadFile) -> list[str]:
 
 def _report_failures(texts: list[str]) -> set[str] | None:
     found: set[str] | None = None
-    for failing in (_junit_failures(text) for text in texts):
+    for failing in (junit_failures(text) for text in texts):
         if failing is not None:
             found = (found or set()) | failing
     return found
@@ -174,25 +120,40 @@ def _counts(lines: list[str]) -> tuple[bool, list[tuple[int, str]]]:
     return finished, counted
 
 
-def ran_count(output: str, read_file: ReadFile | None = None, *, command: str = "") -> int | None:
+def ran_count(
+    output: str, read_file: ReadFile | None = None, *, command: str = "", root: str = ""
+) -> int | None:
     """How many tests ran (passed, failed, errored, xfailed, xpassed; skipped and deselected
     ones did not): from pytest's final counts line, else from the JUnit reports `failing_tests`
-    reads; None when neither says. A test that stops failing because it no longer runs is
-    told apart from a fixed one by this count."""
+    reads, else from another runner's output; None when none says. A test that stops failing
+    because it no longer runs is told apart from a fixed one by this count."""
     lines = _clean(output).splitlines()
     finished, counted = _counts(lines)
     if finished:
         return sum(number for number, word in counted if word in _RAN_WORDS)
-    if read_file is None:
-        return None
-    ran = [_junit_ran(text) for text in _read_reports(_report_paths(lines, command), read_file)]
-    known = [number for number in ran if number is not None]
-    return sum(known) if known else None
+    if read_file is not None:
+        ran = [junit_ran(text) for text in _read_reports(_report_paths(lines, command), read_file)]
+        known = [number for number in ran if number is not None]
+        if known:
+            return sum(known)
+    other = _other_runners(output, read_file, command, root)
+    return None if other is None else other.ran
 
 
-def failing_tests(output: str, read_file: ReadFile | None = None, *, command: str = "") -> list[str] | None:
+def _other_runners(output: str, read_file: ReadFile | None, command: str, root: str) -> Reading | None:
+    """unittest, go test -json, Jest/Vitest JSON (printed, or written to `--outputFile`), cargo."""
+    paths = _option_values(command, ("--outputFile", "--outputFile.json"))
+    reports = _read_reports(paths, read_file) if read_file is not None and paths else []
+    return read_runners(_clean(output), reports, root)
+
+
+def failing_tests(
+    output: str, read_file: ReadFile | None = None, *, command: str = "", root: str = ""
+) -> list[str] | None:
     """The sorted failing test ids in a command's output; [] for a test run with no failures,
-    None when the output names no tests (or says tests failed without naming them).
+    None when the output names no tests (or says tests failed without naming them). Output
+    that is not pytest's is read by `activities.loops.runners`; `root` is the folder the
+    command ran in, for runners that print absolute paths.
 
     A JUnit report named in the output (pytest's `generated xml file: PATH`, printed unless
     `-q`) or by `--junitxml` in `command` is read through `read_file` and, when it parses,
@@ -217,7 +178,12 @@ def failing_tests(output: str, read_file: ReadFile | None = None, *, command: st
         return sorted(failing)
     if any(number and word in _FAILED_WORDS for number, word in counted):
         return None
-    return [] if finished else None
+    if finished:
+        return []
+    other = _other_runners(output, read_file, command, root)
+    if other is None or not (other.failing or other.finished):
+        return None
+    return sorted(other.failing)
 
 
 def metric(output: str, regex: str) -> float | None:

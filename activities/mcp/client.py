@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from temporalio.exceptions import ApplicationError
 
 from activities.mcp.refusal import RefusalWatch, refused
-from config.mcp import McpServer
+from config.mcp import McpServer, header_value
 from workflows.errors import ErrorType
 
 CONNECT_SECONDS = 10.0
@@ -84,7 +84,9 @@ async def _target(server: McpServer, stack: contextlib.AsyncExitStack, watch: Re
         command = server.command or []
         env = {name: _env(server, name) for name in server.env_from}
         return StdioServerParameters(command=command[0], args=command[1:], env=env)
-    headers = {header: _env(server, variable) for header, variable in server.headers_from_env.items()}
+    variables = server.headers_from_env.items()
+    lookup = functools.partial(_env, server)
+    headers = {**server.headers, **{header: header_value(value, lookup) for header, value in variables}}
     timeout = httpx2.Timeout(CONNECT_SECONDS, read=server.timeout_seconds)
     http = await stack.enter_async_context(http_client(headers=headers, timeout=timeout, watch=watch))
     return streamable_http_client(server.url or "", http_client=http)

@@ -15,7 +15,7 @@ from http import HTTPStatus
 import httpx2
 from temporalio.exceptions import ApplicationError
 
-from config.mcp import McpServer
+from config.mcp import McpServer, header_variables
 from workflows.errors import ErrorType
 
 REFUSED = frozenset({HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN})
@@ -35,7 +35,10 @@ class RefusalWatch:
 def refused(server: McpServer, status: int) -> ApplicationError:
     """What the refusal means and what to check, without the credential itself."""
     where = (server.url or "").split("?", 1)[0]  # a query string may carry a token
-    sent = [f"{variable} (header {header})" for header, variable in server.headers_from_env.items()]
+    sent = [
+        f"{' and '.join(header_variables(value))} (header {header})"
+        for header, value in server.headers_from_env.items()
+    ]
     if sent:
         fix = f"check {', '.join(sent)}"
         if status == HTTPStatus.FORBIDDEN:

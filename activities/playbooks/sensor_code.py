@@ -10,6 +10,10 @@ decorator, a mark set by hand) is not served. Every such case, and a file that d
 import, is a problem named with its path and line, never a crash; `openloop doctor` reports
 the same problems.
 
+A Loopy project's sensors run unchanged: `from loopy import sensor` and `loopy.events` are
+served by `config.playbooks.loopy`, and a sensor's argument (a webhook's JSON body, a poll's
+time) is a dict that also answers Loopy's `req.json`.
+
 The playbooks folder is `OPENLOOP_PLAYBOOKS_DIR` (default `playbooks`).
 """
 
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from config.playbooks import loopy as loopy_names
 from config.playbooks.sensor import SensorSpec, declared_sensor
 from config.playbooks.sensors import SENSORS_DIR, SensorDecl, read_sensor_file
 
@@ -33,6 +38,24 @@ _MODULE_PREFIX = "openloop_sensors"
 
 def playbooks_dir() -> Path:
     return Path(os.environ.get(PLAYBOOKS_DIR_ENV) or "playbooks").expanduser()
+
+
+class SensorRequest(dict[str, Any]):
+    """What a sensor is called with: the body's fields, and Loopy's `req.json` for the same."""
+
+    @property
+    def json(self) -> dict[str, Any]:
+        return self
+
+
+def _as_request(argument: Any) -> Any:
+    return SensorRequest(argument) if isinstance(argument, dict) else argument
+
+
+def _serve_loopy_names() -> None:
+    """`loopy` and `loopy.events` for the sensor files that import them, unless already loaded."""
+    sys.modules.setdefault("loopy", loopy_names)
+    sys.modules.setdefault("loopy.events", loopy_names.events)
 
 
 @dataclass(frozen=True)
@@ -48,14 +71,14 @@ class LoadedSensor:
 
     async def event(self, *request: Any) -> dict[str, Any] | None:
         """The event's fields the sensor makes of the request (a webhook's body), or None."""
-        made = self.function(*request)
+        made = self.function(*(_as_request(argument) for argument in request))
         if inspect.isawaitable(made):
             made = await made
         if made is not None and not isinstance(made, dict):
             raise TypeError(
                 f"sensor {self.ref} returned {type(made).__name__}, not a dict of the event's fields"
             )
-        return made
+        return dict(made) if made is not None else None
 
 
 def load_sensors(root: Path) -> tuple[list[LoadedSensor], list[str]]:
@@ -66,6 +89,7 @@ def load_sensors(root: Path) -> tuple[list[LoadedSensor], list[str]]:
     problems: list[str] = []
     if not folder.is_dir():
         return loaded, problems
+    _serve_loopy_names()
     for path in sorted(folder.rglob("*.py")):
         module_name = ".".join(path.relative_to(folder).with_suffix("").parts)
         declared, refused = read_sensor_file(path, module_name, str(path))

@@ -5,12 +5,17 @@
       <playbook>/<step>.md       one folder per playbook, one file per step (`step_files`)
       sensors/*.py               optional, read with `ast` only (`sensors`)
 
+or a Loopy project as written (`config.playbooks.project`): `registry.yml`,
+`workflows/<name>/<step>.md`, `skills/` and the registry's own agents, which come out as
+`agent_configs` and `skills` for `openloop playbooks apply` to apply with the playbooks.
+
 Every problem is a `ConfigProblem` naming file, line and field, with the fix; errors make the
 report fail, warnings (an event nobody produces, one nobody listens to, playbooks that start
 each other in a loop, more steps ready at once than a run starts, checks skipped for want of
-agents) do not. Only playbooks whose own files and registry entries are free of errors, and
-that fit the limits (`config.playbooks.limits`), come out compiled, steps in topological
-order with the entry first.
+agents, what a Loopy file says that means nothing here) do not. A folder without a single
+step is an error saying what was found. Only playbooks whose own files and registry entries
+are free of errors, and that fit the limits (`config.playbooks.limits`), come out compiled,
+steps in topological order with the entry first.
 """
 
 from __future__ import annotations
@@ -22,15 +27,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from config.agent import _NAME as PLAYBOOK_NAME  # playbooks are named like agents
+from config.agent import AgentConfig
 from config.playbooks.agents import AgentWrites
 from config.playbooks.emit_loops import emit_loops
 from config.playbooks.graph import build_graph
 from config.playbooks.limits import too_large, too_many_steps, too_wide
-from config.playbooks.registry import REGISTRY_FILE, Registry, read_registry
-from config.playbooks.sensors import SENSORS_DIR, SensorDecl, read_sensors
-from config.playbooks.step_checks import CRON_FIELDS, Known, check_step, resolve_agent
+from config.playbooks.project import nothing_found, playbook_folders
+from config.playbooks.project_skills import agent_configs, read_project_skills
+from config.playbooks.registry import Registry, read_registry
+from config.playbooks.registry_checks import (
+    alias_targets,
+    events_with_sources,
+    registry_warnings,
+    sensor_contracts,
+)
+from config.playbooks.sensors import SensorDecl, read_sensors
+from config.playbooks.step_checks import CRON_FIELDS, Known, carried_fields, check_step, resolve_agent
 from config.playbooks.step_files import StepFile, read_step
 from config.problems import ConfigProblem
+from config.skills import Skill
 from workflows.playbook_types import CompiledPlaybook, EventType, PlaybookStep, TriggerKind, TypedField
 
 __all__ = ["CompileReport", "compile_playbooks"]
@@ -45,6 +60,8 @@ class CompileReport:
     events: dict[str, EventType] = field(default_factory=dict)  # the registry's, sources filled in
     sensors: list[SensorDecl] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)
+    agent_configs: list[AgentConfig] = field(default_factory=list)  # the registry's own agents
+    skills: list[Skill] = field(default_factory=list)  # the project's `skills/`
 
     @property
     def ok(self) -> bool:
@@ -61,14 +78,22 @@ def compile_playbooks(
     reachable without an approval is not checked. Either skipped check is a warning.
     """
     report = CompileReport(root)
+    if not root.is_dir():
+        report.errors.append(
+            ConfigProblem(str(root), None, "", "no playbooks folder here; create it or pass --dir")
+        )
+        return report
     registry, problems = read_registry(root)
     sensors, sensor_problems = read_sensors(root)
-    report.sensors, report.aliases = sensors, dict(registry.aliases)
-    names = set(known_agents) if known_agents is not None else (set(agents) if agents is not None else None)
-    known = Known(frozenset(names) if names is not None else None, agents)
-    report.errors += problems + sensor_problems + _sensor_contracts(registry, sensors)
-    report.errors += _alias_targets(registry, known)
-    folders = _playbook_folders(root, report)
+    project = read_project_skills(root)
+    report.sensors, report.aliases, report.skills = sensors, dict(registry.aliases), project.skills
+    report.agent_configs, skill_warnings = agent_configs(registry.agents, project.skills, registry.source)
+    known = _known(registry, known_agents, agents)
+    report.errors += problems + project.problems + sensor_problems + sensor_contracts(registry, sensors)
+    report.errors += alias_targets(registry, known)
+    report.warnings += registry.warnings + skill_warnings
+    folders, strays = playbook_folders(root)
+    report.errors += strays
     emitted: dict[str, list[str]] = {}
     listened: set[str] = set()
     read: dict[str, dict[str, StepFile]] = {}
@@ -82,31 +107,33 @@ def compile_playbooks(
             if wide is not None:
                 report.warnings.append(wide)
         for step in steps.values():
+            report.warnings += step.warnings
             if step.emits:
                 emitted.setdefault(step.emits, []).append(f"{folder.name}/{step.name}")
             if step.trigger is not None and step.trigger.event:
                 listened.add(step.trigger.event)
-    report.events = _events_with_sources(registry, sensors, emitted)
-    report.warnings += _warnings(registry, report.events, listened, known, root) + emit_loops(read)
+    if not any(read.values()) and not report.errors:
+        empty = nothing_found(root, folders, registry.doc is not None)
+        (report.warnings if empty.field == "registry" else report.errors).append(empty)
+    report.events = events_with_sources(registry, sensors, emitted)
+    report.warnings += registry_warnings(registry, report.events, listened, known, root) + emit_loops(read)
     report.errors.sort(key=lambda p: (p.file, p.line or 0, p.field))
+    report.warnings.sort(key=lambda p: (p.file, p.line or 0))
     return report
 
 
-def _playbook_folders(root: Path, report: CompileReport) -> list[Path]:
-    if not root.is_dir():
-        report.errors.append(
-            ConfigProblem(str(root), None, "", "no playbooks folder here; create it or pass --dir")
-        )
-        return []
-    for stray in sorted(root.glob("*.md")):
-        if stray.name.lower() != "readme.md":
-            message = f"a step belongs in a playbook's folder: move it to {root / 'NAME' / stray.name}"
-            report.errors.append(ConfigProblem(str(stray), 1, "", message))
-    return [
-        folder
-        for folder in sorted(root.iterdir())
-        if folder.is_dir() and folder.name != SENSORS_DIR and not folder.name.startswith((".", "_"))
-    ]
+def _known(
+    registry: Registry, known_agents: set[str] | None, agents: Mapping[str, AgentWrites] | None
+) -> Known:
+    """The agents steps may name: the caller's, and the registry's own (which write nothing,
+    having no tools). A registry naming only its own agents needs nobody else's."""
+    own = {agent.name: AgentWrites(agent.name) for agent in registry.agents.values()}
+    names = set(known_agents) if known_agents is not None else (set(agents) if agents is not None else None)
+    only_own = own and not (set(registry.aliases) - set(registry.agents)) and registry.defaults.agent is None
+    if names is None and not only_own:
+        return Known(None, agents)
+    writes = {**agents, **own} if agents is not None else (own if names is None else None)
+    return Known(frozenset((names or set()) | set(own)), writes)
 
 
 def _compile_one(
@@ -143,7 +170,7 @@ def _compile_one(
         problems += check_step(step, steps, graph, registry, known, event_fields)
     if problems or entry is None or entry.trigger is None:
         return None, problems, steps
-    compiled = [_compiled_step(steps[name], root, registry) for name in graph.order]
+    compiled = [_compiled_step(steps[name], root, registry, event_fields or ()) for name in graph.order]
     playbook = CompiledPlaybook(
         name=folder.name, trigger=entry.trigger, steps=tuple(compiled), content_hash=""
     )
@@ -152,8 +179,11 @@ def _compile_one(
     return (None, [too_big], steps) if too_big is not None else (playbook, [], steps)
 
 
-def _compiled_step(step: StepFile, root: Path, registry: Registry) -> PlaybookStep:
+def _compiled_step(
+    step: StepFile, root: Path, registry: Registry, event_fields: tuple[TypedField, ...]
+) -> PlaybookStep:
     budget = step.budget_usd if step.budget_usd is not None else registry.defaults.budget_usd
+    carried = carried_fields(step, registry, event_fields)
     return PlaybookStep(
         name=step.name,
         agent=resolve_agent(step, registry) or "",
@@ -161,6 +191,8 @@ def _compiled_step(step: StepFile, root: Path, registry: Registry) -> PlaybookSt
         after=step.after,
         output=step.output,
         emits=step.emits,
+        emit_when=step.emit_when,
+        carried=carried,
         budget_usd=budget,
         approval=step.approval or registry.defaults.approval,
         source=Path(step.source).relative_to(root).as_posix(),
@@ -177,93 +209,3 @@ def _content_hash(playbook: CompiledPlaybook, texts: list[str], registry: Regist
         digest.update(text.encode())
     digest.update(json.dumps([playbook.model_dump(mode="json"), events], sort_keys=True).encode())
     return digest.hexdigest()
-
-
-def _sensor_contracts(registry: Registry, sensors: list[SensorDecl]) -> list[ConfigProblem]:
-    problems = []
-    for decl in sensors:
-        if decl.emits not in registry.events:
-            known = ", ".join(sorted(registry.events)) or "none"
-            message = (
-                f"emits {decl.emits!r}, which is not registered; add it under `events:` in "
-                f"{registry.source} (known: {known})"
-            )
-            problems.append(ConfigProblem(decl.file, decl.line, "emits", message))
-    by_ref = {decl.ref: decl for decl in sensors}
-    for event, ref in registry.sensor_refs.items():
-        short = ref.removeprefix(f"{SENSORS_DIR}.")
-        found_decl = by_ref.get(short)
-        at = ("events", event, "sensor")
-        if found_decl is None:
-            found = ", ".join(sorted(by_ref)) or f"none in {SENSORS_DIR}/"
-            message = (
-                f"no sensor {ref!r}; write module:function of an @sensor in {SENSORS_DIR}/ (found: {found})"
-            )
-            problems.append(
-                ConfigProblem(registry.source, registry.line(at), "events." + event + ".sensor", message)
-            )
-        elif found_decl.emits != event:
-            where = f"{found_decl.file}:{found_decl.line}"
-            message = f"sensor {ref!r} emits {found_decl.emits!r}, not {event!r} ({where}); make them agree"
-            problems.append(
-                ConfigProblem(registry.source, registry.line(at), "events." + event + ".sensor", message)
-            )
-    return problems
-
-
-def _alias_targets(registry: Registry, known: Known) -> list[ConfigProblem]:
-    if known.names is None:
-        return []
-    return [
-        ConfigProblem(
-            registry.source,
-            registry.line(("agents", alias)),
-            f"agents.{alias}",
-            f"alias {alias!r} names agent {name!r}, which is not applied; apply it "
-            f"(openloop agents apply -f FILE) or name one of: {', '.join(sorted(known.names)) or 'none'}",
-        )
-        for alias, name in registry.aliases.items()
-        if name not in known.names
-    ]
-
-
-def _events_with_sources(
-    registry: Registry, sensors: list[SensorDecl], emitted: dict[str, list[str]]
-) -> dict[str, EventType]:
-    """The registry's events; one without a source of its own comes from its sensors or steps."""
-    events = {}
-    for name, event in registry.events.items():
-        refs = [decl.ref for decl in sensors if decl.emits == name]
-        if not event.source and refs:
-            event = event.model_copy(update={"source": "sensor", "match": {"sensors": refs}})
-        elif not event.source and name in emitted:
-            event = event.model_copy(update={"source": "playbook", "match": {"steps": emitted[name]}})
-        events[name] = event
-    return events
-
-
-def _warnings(
-    registry: Registry, events: dict[str, EventType], listened: set[str], known: Known, root: Path
-) -> list[ConfigProblem]:
-    warnings = []
-    for name, event in events.items():
-        at = registry.line(("events", name))
-        if not event.source:
-            message = (
-                f"nobody produces {name}: it has no source, no sensor emits it and no step `emits:` it; "
-                "runs start only when it is fired by hand"
-            )
-            warnings.append(ConfigProblem(registry.source, at, f"events.{name}", message))
-        if name not in listened:
-            message = f"no playbook starts on {name}; a step with `on: {name}` would"
-            warnings.append(ConfigProblem(registry.source, at, f"events.{name}", message))
-    if known.names is None:
-        message = (
-            "agents were not checked (none known): pass --agents FILES, "
-            "or --applied to check against the agents on the stack"
-        )
-        warnings.append(ConfigProblem(str(root / REGISTRY_FILE), None, "agents", message))
-    elif known.writes is None:
-        message = "write tools reachable without an approval were not checked: agents' tools are not known"
-        warnings.append(ConfigProblem(str(root / REGISTRY_FILE), None, "agents", message))
-    return warnings

@@ -2,7 +2,9 @@
 emits Y, and A starts `on: Y`. Each event starts the next run, so the loop goes on until the
 run-time cap on emitted chains stops it (`MAX_EMIT_DEPTH`). The compiler warns with the loop's
 path, from the emitting step's `emits:` line; one playbook emitting its own trigger is a loop
-too. Linear in playbooks and emitting steps (cycles found with `graph.find_cycles`)."""
+too. An emitting step without a condition but with an enum output is told how to add one
+(`emits: {event: X, when: "verdict == fail"}`). Linear in playbooks and emitting steps
+(cycles found with `graph.find_cycles`)."""
 
 from __future__ import annotations
 
@@ -45,5 +47,10 @@ def emit_loops(playbooks: dict[str, dict[str, StepFile]]) -> list[ConfigProblem]
             f"the next run until the chain stops at depth {MAX_EMIT_DEPTH}; make one of them not emit, "
             "or start on another event"
         )
+        if hops[0].emit_when is None and any(f.choices for f in hops[0].output):
+            message += (
+                f"; to emit only on a verdict, write emits: {{event: {hops[0].emits}, "
+                f'when: "{next(f for f in hops[0].output if f.choices).name} == VALUE"}}'
+            )
         warnings.append(hops[0].doc.problem(("emits",), message))
     return warnings

@@ -1,4 +1,5 @@
-"""`playbooks/registry.yaml`: the events steps listen to and emit, agent aliases, defaults.
+"""`registry.yaml` (or Loopy's `registry.yml`): the events steps listen to and emit, agent
+aliases or the project's own agents, defaults.
 
     events:
       CIFailed:
@@ -15,51 +16,42 @@
     agents: {triager: dev-platform}                 # alias -> applied agent name
     defaults: {budget: $0.50, require_budget: true, approval: agent, agent: triager}
 
-`cron("...")` is built in and needs no entry. Every problem names the file, line and field.
+An event's fields may also be written bare, Loopy's way (`TextSubmitted: {text: str}`). Loopy's
+`defaults.agent` mapping, `sandboxes:` and Capitalized agents are read by
+`config.playbooks.project_agents`. `cron("...")` is built in and needs no entry. Every problem
+names the file, line and field.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from config.playbooks.budgets import read_budget
+from config.playbooks.project import registry_path
+from config.playbooks.project_agents import ProjectAgent, is_project_agent, read_project_agents
+from config.playbooks.registry_values import parse_usd, unknown_key
 from config.playbooks.typed_fields import read_field_map
 from config.playbooks.yaml_text import YamlDoc, load_yaml
 from config.problems import ConfigProblem, Loc
 from workflows.playbook_types import EventType
 
-__all__ = ["APPROVALS", "Defaults", "Registry", "parse_usd", "read_registry"]
+__all__ = ["APPROVALS", "Defaults", "Registry", "parse_usd", "read_registry", "unknown_key"]
 
 REGISTRY_FILE = "registry.yaml"
 EVENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 ALIAS = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # agent names' rule
 SOURCES = ("slack", "github", "webhook", "sensor")
 EVENT_KEYS = ("fields", "description", *SOURCES)
-TOP_KEYS = ("events", "agents", "defaults")
+TOP_KEYS = ("events", "agents", "defaults", "sandboxes")
 DEFAULT_KEYS = ("budget", "require_budget", "approval", "agent")
 APPROVALS = ("agent", "required")  # the agent's own rules, or every write waits for a person
 _SLACK_KINDS = {"mention": (), "message": ("channel", "pattern"), "reaction": ("name",)}
 _HOOK = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 _ENV = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _SENSOR_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
-_USD = re.compile(r"^\$?\s*(\d+(?:\.\d+)?)$")
-
-
-def parse_usd(value: Any) -> float:
-    """US dollars in `$0.50`, `0.5` or `2`; ValueError says how to write it."""
-    match = _USD.match(str(value).strip()) if isinstance(value, (str, int, float)) else None
-    if match is None or isinstance(value, bool) or float(match.group(1)) <= 0:
-        raise ValueError(f"{value!r} is not an amount of US dollars above zero; write e.g. $0.50")
-    return float(match.group(1))
-
-
-def unknown_key(key: object, allowed: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(str(key), allowed, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    return f"unknown key {str(key)!r}; {hint}allowed keys here: {', '.join(allowed)}"
 
 
 @dataclass(frozen=True)
@@ -78,17 +70,20 @@ class Registry:
     defaults: Defaults = Defaults()
     doc: YamlDoc | None = None  # None when there is no registry file
     sensor_refs: dict[str, str] = field(default_factory=dict)  # event -> `module:function`
+    agents: dict[str, ProjectAgent] = field(default_factory=dict)  # the project's own, by written name
+    warnings: list[ConfigProblem] = field(default_factory=list)  # what the file says that means nothing here
 
     def line(self, loc: Loc) -> int | None:
         return self.doc.line(loc) if self.doc is not None else None
 
 
 def read_registry(root: Path) -> tuple[Registry, list[ConfigProblem]]:
-    """The registry in `root/registry.yaml` (empty when the file is missing) and its problems."""
-    path = root / REGISTRY_FILE
+    """The registry in `root/registry.yaml` or `registry.yml` (empty when there is none) and
+    its problems; what it says that means nothing here is in `registry.warnings`."""
+    path, problems = registry_path(root)
     registry = Registry(str(path))
-    if not path.is_file():
-        return registry, []
+    if problems or not path.is_file():
+        return registry, problems
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -101,7 +96,11 @@ def read_registry(root: Path) -> tuple[Registry, list[ConfigProblem]]:
     problems += _read_events(doc, registry)
     problems += _read_aliases(doc, registry)
     problems += _read_defaults(doc, registry)
-    return registry, problems
+    project = read_project_agents(doc)
+    registry.agents = project.agents
+    registry.aliases.update({agent.written: agent.name for agent in project.agents.values()})
+    registry.warnings += project.warnings
+    return registry, problems + project.problems
 
 
 def _mapping(doc: YamlDoc, loc: Loc, value: Any, example: str) -> tuple[dict[str, Any], list[ConfigProblem]]:
@@ -123,6 +122,9 @@ def _read_events(doc: YamlDoc, registry: Registry) -> list[ConfigProblem]:
             example = "{fields: {repo: str}, github: {event: workflow_run}}"
             problems.append(doc.problem(loc, f"expected a mapping such as {example} (got {entry!r})"))
             continue
+        bare = bool(entry) and not any(key in EVENT_KEYS for key in entry)
+        if bare:
+            entry = {"fields": entry}  # Loopy's bare field map: `TextSubmitted: {text: str}`
         for key, value in entry.items():
             if key in EVENT_KEYS:
                 continue
@@ -132,7 +134,7 @@ def _read_events(doc: YamlDoc, registry: Registry) -> list[ConfigProblem]:
             else:
                 message = unknown_key(key, EVENT_KEYS)
             problems.append(doc.problem((*loc, str(key)), message))
-        fields, found = read_field_map(doc, (*loc, "fields"), entry.get("fields") or {})
+        fields, found = read_field_map(doc, loc if bare else (*loc, "fields"), entry.get("fields") or {})
         problems += found
         sources = [key for key in SOURCES if key in entry]
         if len(sources) > 1:
@@ -228,6 +230,8 @@ def _read_aliases(doc: YamlDoc, registry: Registry) -> list[ConfigProblem]:
     aliases, problems = _mapping(doc, ("agents",), doc.data.get("agents"), "triager: dev-platform")
     for alias, name in aliases.items():
         loc: Loc = ("agents", str(alias))
+        if is_project_agent(alias, name):
+            continue  # the project's own agent (`config.playbooks.project_agents`)
         if not isinstance(alias, str) or not ALIAS.match(alias):
             problems.append(
                 doc.problem(loc, f"{alias!r} is not an alias; use lowercase letters, digits and -")
@@ -250,10 +254,9 @@ def _read_defaults(doc: YamlDoc, registry: Registry) -> list[ConfigProblem]:
     ]
     budget, require, approval, agent = None, False, "agent", None
     if values.get("budget") is not None:
-        try:
-            budget = parse_usd(values["budget"])
-        except ValueError as exc:
-            problems.append(doc.problem(("defaults", "budget"), str(exc)))
+        budget, found, warned = read_budget(doc, ("defaults", "budget"), values["budget"])
+        problems += found
+        registry.warnings += warned
     if "require_budget" in values:
         if isinstance(values["require_budget"], bool):
             require = values["require_budget"]
@@ -268,6 +271,8 @@ def _read_defaults(doc: YamlDoc, registry: Registry) -> list[ConfigProblem]:
     if "agent" in values:
         if isinstance(values["agent"], str):
             agent = values["agent"]
+        elif isinstance(values["agent"], dict):
+            pass  # Loopy's settings every project agent inherits (`project_agents`)
         else:
             problems.append(doc.problem(("defaults", "agent"), "name an agent or an alias"))
     registry.defaults = Defaults(budget, require, approval, agent)

@@ -1,6 +1,6 @@
 """Sensors read without running them: `sensors/*.py` parsed with `ast`, never imported.
 
-    from config.playbooks.sensor import sensor
+    from config.playbooks.sensor import sensor          # or Loopy's `from loopy import sensor`
 
     @sensor(webhook="/hooks/sentry", emits="Incident")   # or poll="5m"
     def sentry_issues(request): ...
@@ -31,7 +31,9 @@ __all__ = ["SENSORS_DIR", "SensorDecl", "read_sensor_file", "read_sensors"]
 
 SENSORS_DIR = "sensors"
 DECORATOR = "sensor"
-_MODULES = ("config.playbooks", "config.playbooks.sensor")  # where the decorator is imported from
+# Where the decorator is imported from; `loopy` is Loopy's spelling, served by
+# `config.playbooks.loopy` when the sensors are loaded (`activities.playbooks.sensor_code`).
+_MODULES = ("config.playbooks", "config.playbooks.sensor", "loopy")
 _IMPORT = f"from config.playbooks.sensor import {DECORATOR}"
 _KEYWORDS = ("emits", "webhook", "poll")
 _EXAMPLES = {"emits": "Incident", "webhook": "/hooks/sentry", "poll": "5m"}

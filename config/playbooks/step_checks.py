@@ -22,7 +22,7 @@ from config.playbooks.typed_fields import type_text
 from config.problems import ConfigProblem
 from workflows.playbook_types import FieldKind, TypedField
 
-__all__ = ["CRON_FIELDS", "Known", "check_step", "resolve_agent"]
+__all__ = ["CRON_FIELDS", "Known", "carried_fields", "check_step", "resolve_agent"]
 
 # The event a cron entry step receives: when this tick was due, and when the last one was.
 CRON_FIELDS = (
@@ -133,23 +133,73 @@ def _references(
     return problems
 
 
-def _emits(step: StepFile, registry: Registry) -> list[ConfigProblem]:
-    """The emitted event is the step's output: it must carry every field the event requires."""
+def _condition(step: StepFile) -> list[ConfigProblem]:
+    """`when:` names one of the step's output fields, and a value that field can have."""
+    when = step.emit_when
+    if when is None:
+        return []
+    output = {f.name: f for f in step.output}
+    have = output.get(when.name)
+    if have is None:
+        message = (
+            f"when: {when}: the step declares no output {when.name!r}; {_close(when.name, list(output))}"
+            f"its output: {_fields_text(step.output)}"
+        )
+        return [step.doc.problem(("emits", "when"), message)]
+    allowed = (
+        have.choices
+        if have.kind is FieldKind.ENUM
+        else ("true", "false")
+        if have.kind is FieldKind.BOOL
+        else None
+    )
+    if allowed is not None and when.value not in allowed:
+        message = (
+            f"when: {when}: {when.name} is {type_text(have)}, so compare it with one of: {', '.join(allowed)}"
+        )
+        return [step.doc.problem(("emits", "when"), message)]
+    return []
+
+
+def carried_fields(
+    step: StepFile, registry: Registry, event_fields: tuple[TypedField, ...] | None
+) -> tuple[str, ...]:
+    """The emitted event's fields the step's output lacks and the run's triggering event has, of
+    the same type: they are carried over from it (a loop-back re-emits its `brief` unchanged)."""
+    if step.emits is None or event_fields is None:
+        return ()
+    output = {f.name for f in step.output}
+    incoming = {f.name: f for f in event_fields}
+    return tuple(
+        wanted.name
+        for wanted in registry.events[step.emits].fields
+        if wanted.name not in output
+        and wanted.name in incoming
+        and (incoming[wanted.name].kind, incoming[wanted.name].choices) == (wanted.kind, wanted.choices)
+    )
+
+
+def _emits(
+    step: StepFile, registry: Registry, event_fields: tuple[TypedField, ...] | None
+) -> list[ConfigProblem]:
+    """The emitted event is the step's output (and what it carries over from the triggering
+    event): together they must hold every field the event requires."""
     if step.emits is None:
         return []
     output = {f.name: f for f in step.output}
+    carried = set(carried_fields(step, registry, event_fields))
     wrong = []
     for wanted in registry.events[step.emits].fields:
         have = output.get(wanted.name)
-        if have is None and not wanted.optional:
+        if have is None and not wanted.optional and wanted.name not in carried:
             wrong.append(f"{wanted.name}: {type_text(wanted)} (missing)")
         elif have is not None and (have.kind, have.choices) != (wanted.kind, wanted.choices):
             wrong.append(f"{wanted.name}: {type_text(wanted)} (the output says {type_text(have)})")
     if not wrong:
         return []
     message = (
-        f"emits {step.emits}, built from this step's output, which must declare {'; '.join(wrong)}; "
-        "fix `output:` to match the event"
+        f"emits {step.emits}, built from this step's output and the triggering event's fields of "
+        f"the same name, which must declare {'; '.join(wrong)}; fix `output:` to match the event"
     )
     return [step.doc.problem(("emits",), message)]
 
@@ -168,5 +218,6 @@ def check_step(
         *_agent(step, registry, known),
         *_budget(step, registry),
         *_references(step, steps, graph, event_fields),
-        *_emits(step, registry),
+        *_emits(step, registry, event_fields),
+        *_condition(step),
     ]

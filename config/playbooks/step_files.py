@@ -11,29 +11,35 @@ the step's instructions in prose.
     Scan the dependencies ...
 
 Other steps say `after: scan` (or `after: [a, b]`) instead of `on:`, and any step may say
-`emits: SomeEvent`. This module reads one file and checks what the file alone and the
-registry can tell; the playbook's graph and references are checked in `config.playbooks.graph`.
+`emits: SomeEvent`, or `emits: {event: SomeEvent, when: "verdict == fail"}` to publish it only
+when an output field has (`!=`: has not) a value. `budget:` may also be Loopy's
+`{wall_clock: 20, spend: {usd: 4}}` (`config.playbooks.budgets`). This module reads one file
+and checks what the file alone and the registry can tell; the playbook's graph and references
+are checked in `config.playbooks.graph`.
 """
 
 from __future__ import annotations
 
 import re
 import zoneinfo
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from config.playbooks.registry import APPROVALS, EVENT_NAME, Registry, parse_usd, unknown_key
+from config.playbooks.budgets import read_budget
+from config.playbooks.registry import APPROVALS, EVENT_NAME, Registry, unknown_key
 from config.playbooks.typed_fields import read_field_map
 from config.playbooks.yaml_text import YamlDoc, load_yaml
 from config.problems import ConfigProblem
-from workflows.playbook_types import Trigger, TriggerKind, TypedField
+from workflows.playbook_types import EmitCondition, Trigger, TriggerKind, TypedField
 
 __all__ = ["STEP_KEYS", "StepFile", "read_step"]
 
 STEP_KEYS = ("on", "after", "agent", "output", "emits", "budget", "approval", "description")
 STEP_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 RESERVED_STEPS = ("event", "steps")  # the first word of a reference
+_WHEN = re.compile(r"""^\s*([a-z_][a-z0-9_]*)\s*(==|!=)\s*(["']?)([A-Za-z0-9_.-]+)\3\s*$""")
+EMITS_HINT = 'write `emits: EventName` or `emits: {event: EventName, when: "verdict == fail"}`'
 _CRON = re.compile(r"""^cron\(\s*(["'])(?P<expr>.*?)\1\s*(?:,\s*tz\s*=\s*(["'])(?P<tz>.*?)\3\s*)?\)$""")
 CRON_HINT = 'write cron("0 3 * * *") or cron("0 3 * * *", tz="Europe/Berlin"), the expression quoted'
 
@@ -50,8 +56,10 @@ class StepFile:
     agent: str | None = None  # as written (an alias or a name)
     output: tuple[TypedField, ...] = ()
     emits: str | None = None
+    emit_when: EmitCondition | None = None
     budget_usd: float | None = None
     approval: str | None = None  # None: the registry's default
+    warnings: list[ConfigProblem] = field(default_factory=list)  # what means nothing here
 
     def line(self, key: str) -> int | None:
         return self.doc.line((key,))
@@ -112,12 +120,10 @@ def read_step(path: Path, source: str, registry: Registry) -> tuple[StepFile | N
         step.output, found = read_field_map(doc, ("output",), data["output"])
         problems += found
     if "emits" in data:
-        step.emits = _event(doc, "emits", data["emits"], registry, problems)
+        step.emits, step.emit_when = _emits(doc, data["emits"], registry, problems)
     if data.get("budget") is not None:
-        try:
-            step.budget_usd = parse_usd(data["budget"])
-        except ValueError as exc:
-            problems.append(doc.problem(("budget",), str(exc)))
+        step.budget_usd, found, step.warnings = read_budget(doc, ("budget",), data["budget"])
+        problems += found
     if "approval" in data:
         if data["approval"] in APPROVALS:
             step.approval = data["approval"]
@@ -141,6 +147,29 @@ def _event(
         problems.append(doc.problem((key,), message))
         return None
     return value
+
+
+def _emits(
+    doc: YamlDoc, value: Any, registry: Registry, problems: list[ConfigProblem]
+) -> tuple[str | None, EmitCondition | None]:
+    if not isinstance(value, dict):
+        return _event(doc, "emits", value, registry, problems), None
+    wrong = [key for key in value if key not in ("event", "when")]
+    if wrong or "event" not in value:
+        problems.append(doc.problem(("emits", *map(str, wrong[:1])), EMITS_HINT))
+        return None, None
+    event = _event(doc, "emits", value["event"], registry, problems)
+    when = value.get("when")
+    if when is None:
+        return event, None
+    match = _WHEN.match(str(when)) if isinstance(when, str) else None
+    if match is None:
+        message = (
+            f"{when!r} is not a condition; write an output field, == or !=, and a value: verdict == fail"
+        )
+        problems.append(doc.problem(("emits", "when"), message))
+        return event, None
+    return event, EmitCondition(name=match.group(1), value=match.group(4), equals=match.group(2) == "==")
 
 
 def _trigger(doc: YamlDoc, value: Any, registry: Registry) -> tuple[Trigger | None, list[ConfigProblem]]:

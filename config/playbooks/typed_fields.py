@@ -3,8 +3,8 @@
     {verdict: enum[pass, fail], notes: str, count: int, tags: list[str], url: str?}
 
 Types are `str`, `int`, `float`, `bool`, `list[str]` and `enum[a, b, ...]`; a trailing `?`
-makes a field optional. Field names are lowercase identifiers, so `{{ event.field }}` and
-`{{ step.field }}` can name them.
+makes a field optional; Loopy's `url` reads as `str`. Field names are lowercase identifiers,
+so `{{ event.field }}` and `{{ step.field }}` can name them.
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ def parse_type(text: str) -> tuple[FieldKind, tuple[str, ...], bool]:
     bare = written.removesuffix("?").strip()
     if bare in _SIMPLE:
         return _SIMPLE[bare], (), optional
+    if bare == "url":  # Loopy's: a URL is text
+        return FieldKind.STR, (), optional
     enum = _ENUM.match(bare)
     if enum is None:
         close = difflib.get_close_matches(bare, [*_SIMPLE, "enum[...]"], n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        extra = " (a URL is a str)" if bare == "url" else ""
-        raise ValueError(f"unknown type {bare!r}{extra}; {hint}write {TYPES_HINT}")
+        raise ValueError(f"unknown type {bare!r}; {hint}write {TYPES_HINT}")
     choices = tuple(choice.strip().strip("'\"") for choice in enum.group(1).split(","))
     if not choices or any(not _CHOICE.match(choice) for choice in choices):
         raise ValueError(f"{bare!r} needs choices of letters, digits, '_', '.' or '-', e.g. enum[pass, fail]")

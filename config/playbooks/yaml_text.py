@@ -13,8 +13,8 @@ from typing import Any
 
 import yaml
 
-from config.loader import _duplicate_keys, _line_of
 from config.problems import ConfigProblem, Loc, field_path
+from config.yaml_nodes import duplicate_keys, line_of
 from config.yaml_safe import AliasBombError, PySafeLoader
 
 __all__ = ["YamlDoc", "load_yaml"]
@@ -54,7 +54,7 @@ class YamlDoc:
 
     def line(self, loc: Loc) -> int | None:
         """The file's line of the deepest key of `loc` that is present."""
-        line = _line_of(self.node, loc)
+        line = line_of(self.node, loc)
         return line + self._offset if line is not None else None
 
     def problem(self, loc: Loc, message: str) -> ConfigProblem:
@@ -65,7 +65,7 @@ class YamlDoc:
             return []
         return [
             ConfigProblem(self.source, line + self._offset, field_path(loc), message)
-            for loc, line, message in _duplicate_keys(self.node)
+            for loc, line, message in duplicate_keys(self.node)
         ]
 
 

@@ -1,7 +1,9 @@
 """`openloop agents convert`, and the Slack names `validate` and `apply` resolve.
 
-`convert` prints an agent file in the other form: the seed form (surface lists, tool groups,
-approvals by permission; see `config.seed_form`) as today's form, or `--to seed` back.
+`convert` prints (or `-o` writes) an agent file in the other form: the seed form (surface
+lists, tool groups, approvals by permission, pyopenloop's fields; see `config.seed_form`) as
+today's form with the user's lines and comments kept (`config.seed_convert`), or `--to
+seed` back.
 `resolve_loaded` turns `#channel` and `@handle` into Slack ids through the Slack API
 (`activities.slack.names`); `apply` needs it to succeed, `validate` without a Slack token
 only says which names will be resolved at apply. At apply, each `#channel` resolved is also
@@ -28,8 +30,9 @@ from activities.slack.client import bot_client, error_code
 from activities.slack.names import NameProblem, SlackNames, names_in, resolve_names
 from activities.tools.catalog import tool_permissions
 from config.agent import AgentConfig
-from config.loader import AgentConfigError, ConfigProblem, converted_documents, value_location
-from config.seed_form import to_seed_form
+from config.loader import AgentConfigError, ConfigProblem, expanded_documents, value_location
+from config.seed_convert import convert_text
+from config.seed_form_back import to_seed_form
 from config.settings import Settings
 from surfaces.cli.agents_db import with_database
 from surfaces.slack.directory_events import rename_channel_name
@@ -50,19 +53,35 @@ def convert(
     to: Annotated[
         Form, typer.Option("--to", help="current: today's form (from either); seed: the seed form's shapes.")
     ] = Form.CURRENT,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the converted file here (default: print it).")
+    ] = None,
 ) -> None:
-    """Print an agent file in the other form (comments are not kept)."""
+    """Print (or write) an agent file in the other form. To today's form, the user's lines and
+    comments are kept and each changed line says what it was; `--to seed` keeps no comments."""
     tools = tool_permissions()
+    errors = Console(stderr=True, highlight=False)
     try:
-        documents = converted_documents(file, tools=tools)
+        documents = expanded_documents(file, tools=tools)
     except AgentConfigError as exc:
-        console = Console(emoji=False, stderr=True, highlight=False)
         for problem in exc.problems:
-            console.print(f"[red]✗[/red] {escape(str(problem))}", soft_wrap=True)
+            errors.print(f"[red]✗[/red] {escape(str(problem))}", soft_wrap=True)
         raise typer.Exit(1) from None
     if to is Form.SEED:
-        documents = [to_seed_form(d, tools) for d in documents]
-    typer.echo(yaml.safe_dump_all(documents, sort_keys=False, allow_unicode=True).rstrip("\n"))
+        seed = [to_seed_form(expansion.data, tools) for _, expansion in documents]
+        text = yaml.safe_dump_all(seed, sort_keys=False, allow_unicode=True)
+    else:
+        text = convert_text(file.read_text(encoding="utf-8"), documents)
+    if output is None:
+        typer.echo(text.rstrip("\n"))
+        return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = escape(exc.strerror or str(exc))
+        errors.print(f"[red]✗[/red] cannot write {escape(str(output))}: {reason}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"wrote {output}")
 
 
 def _problem(path: Path, document: int, found: NameProblem) -> ConfigProblem:

@@ -31,6 +31,7 @@ from activities.store.agents import (
     list_agents,
     list_versions,
 )
+from activities.store.skills import SkillApplyError
 from activities.tools.catalog import tool_permissions, unguarded_writes
 from config.agent import AgentConfig
 from config.loader import AgentConfigError, ConfigProblem, load_agent_documents
@@ -128,7 +129,8 @@ def _load_all(files: list[Path]) -> tuple[list[tuple[Path, list[AgentConfig]]], 
 
 
 def _print_warnings(console: Console, warnings: list[ConfigProblem]) -> None:
-    for warning in warnings:
+    # In the file's order: a form's warnings and a model's are found at different times.
+    for warning in sorted(warnings, key=lambda w: (w.document or 0, w.line or 0)):
         console.print(f"  [yellow]warning[/yellow] {escape(str(warning))}", soft_wrap=True)
 
 
@@ -144,7 +146,7 @@ def validate(files: FilesOption) -> None:
     """Check agent files without applying them: each file OK, or each problem with its line."""
     loaded, all_good = _load_all(files)
     _, names_good = resolve_loaded(loaded, required=False)
-    skills = agent_skills([config for _, in_file in loaded for config in in_file], _out())
+    skills = agent_skills(loaded, _out())
     if not (all_good and names_good and skills is not None):
         raise typer.Exit(EXIT_INVALID)
 
@@ -162,7 +164,7 @@ def apply(files: FilesOption) -> None:
     clashes = [p for i, c in enumerate(configs) for p in binding_conflicts(c, configs[:i])]
     if clashes:
         raise fail("nothing applied: " + "; ".join(clashes), EXIT_INVALID)
-    skills = agent_skills(configs, _out())
+    skills = agent_skills(loaded, _out())
     if skills is None:
         raise fail("nothing applied: fix the skills above first", EXIT_INVALID)
     applied_by = _who()
@@ -184,7 +186,7 @@ def apply(files: FilesOption) -> None:
     console = _out()
     try:
         results = with_database(work, migrate=True)
-    except BindingConflict as exc:
+    except (BindingConflict, SkillApplyError) as exc:
         raise fail(f"nothing applied: {exc}", EXIT_INVALID) from exc
     for stored, created in results:
         outcome = "[green]applied[/green]" if created else "[dim]unchanged[/dim]"

@@ -46,6 +46,11 @@ def _database_url() -> str:
     return settings.database_url
 
 
+def require_database() -> None:
+    """Fail in one line before any work when no database is configured."""
+    _database_url()
+
+
 def _first_line(exc: Exception) -> str:
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__

@@ -1,4 +1,4 @@
-"""`openloop loops init|doctor|run|status|logs|report|diff|list`: repair loops from the shell.
+"""`openloop loops init|doctor|run|convert|status|logs|report|diff|list`: repair loops from the shell.
 
 `run` starts the loop's workflow and follows it live (the running command's heartbeat and
 each round's verdict) until it stops; Ctrl-C stops following, never the loop. The rest read
@@ -24,10 +24,10 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from activities.store import loops as loop_rows
-from config.loop import STARTER_LOOP, load_loop_file
-from config.problems import AgentConfigError
+from config.loop import STARTER_LOOP
 from config.settings import Settings
 from surfaces.cli.loop_doctor import doctor as run_doctor
+from surfaces.cli.loop_files import EXIT_INVALID, convert, load_loop
 from surfaces.cli.loop_follow import follow, heartbeat, progress_view
 from surfaces.cli.loop_views import ending, report_lines, round_table, running_line
 from surfaces.cli.memory import EXIT_NOT_FOUND, fail, run_with_pool, who
@@ -35,7 +35,6 @@ from surfaces.cli.patch_paths import prefix_paths, repository_prefix
 from surfaces.client import connect
 from workflows.loop_types import LOOP_WORKFLOW_NAME, LoopInput, LoopResult, LoopSpec, RepoSource
 
-EXIT_INVALID = 4
 LIST_HINT = "`openloop loops list` lists the loops"
 DEMO_PROJECT = Path(__file__).resolve().parents[2] / "config" / "loops" / "demo-project"
 
@@ -49,13 +48,11 @@ def register(app: typer.Typer) -> None:
     app.add_typer(loops_app, name="loops")
 
 
+loops_app.command()(convert)
+
+
 def _load(file: Path) -> LoopSpec:
-    try:
-        return load_loop_file(file)
-    except AgentConfigError as exc:
-        for problem in exc.problems:
-            console.print(f"[red]✗[/red] {escape(str(problem))}")
-        raise typer.Exit(EXIT_INVALID) from None
+    return load_loop(file, console)
 
 
 async def _client(settings: Settings) -> Client:
@@ -91,7 +88,9 @@ def init(
 
 
 @loops_app.command()
-def doctor(file: Path) -> None:
+def doctor(
+    file: Annotated[Path, typer.Argument(help="A loop file, an openloop.json or its folder.")],
+) -> None:
     """Check a loop can run here: its file, commands, repository, credentials and sandbox."""
     spec = _load(file)
     checks = asyncio.run(run_doctor(spec, Settings.from_env()))
@@ -104,7 +103,7 @@ def doctor(file: Path) -> None:
 
 @loops_app.command()
 def run(
-    file: Path,
+    file: Annotated[Path, typer.Argument(help="A loop file, an openloop.json or its folder.")],
     local: Annotated[
         Path | None, typer.Option(help="Repair this local folder instead of the file's repo.")
     ] = None,

@@ -13,7 +13,8 @@ import sys
 import typer
 from typer.core import TyperOption
 
-from surfaces.cli.errors import OpenLoopGroup, quiet_clients, serves
+from surfaces.cli.errors import quiet_clients, serves
+from surfaces.cli.seed_habits import HabitGroup
 
 _option_type = TyperOption.display_type_rich
 
@@ -27,7 +28,7 @@ def _flag_type(self: TyperOption, ctx: typer.Context) -> str | None:
 TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 app = typer.Typer(
-    cls=OpenLoopGroup,  # every command's escaped error: one line and an exit code
+    cls=HabitGroup,  # every command's escaped error: one line and an exit code; the toolkit's habits
     name="openloop",
     help="OpenLoop: durable team AI agents on Temporal.",
     no_args_is_help=True,
@@ -50,6 +51,7 @@ COMMAND_MODULES = (
     "surfaces.cli.hooks",
     "surfaces.cli.playbooks",
     "surfaces.cli.playbook_runs",  # apply, runs, show, schedule: joins the playbooks group
+    "surfaces.cli.playbook_fire",  # fire: joins the playbooks group
     "surfaces.cli.doctor",
     "surfaces.slack.cli",
 )

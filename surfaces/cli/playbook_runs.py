@@ -1,8 +1,9 @@
 """`openloop playbooks apply|runs|show|schedule`: playbooks on the stack.
 
 `apply` compiles the folder against the applied agents (nothing is stored when it has an
-error), stores a new version of each playbook whose content hash changed, retires the ones
-whose files are gone, and reconciles the Temporal Schedules of cron playbooks and `poll=`
+error), applies a Loopy project's own skills and agents (`activities.playbooks.project_apply`),
+stores a new version of each playbook whose content hash changed, retires the ones whose
+files are gone, and reconciles the Temporal Schedules of cron playbooks and `poll=`
 sensors (a schedule each, starting `PlaybookSensorPollWorkflow`); `openloop up` applies
 `./playbooks` the same way at start (`apply_folder`). `runs` reads the runs' rows in Postgres;
 `show` tells one run's story (`surfaces.cli.playbook_story`: each step's task, live while it
@@ -28,6 +29,7 @@ from temporalio.service import RPCError
 
 from activities.offline.playbook import offline_unknowns
 from activities.playbooks.apply import apply_playbooks
+from activities.playbooks.project_apply import apply_project, foreign_agents
 from activities.playbooks.schedules import DEFAULT_OVERLAP, OVERLAP_POLICIES, schedule_gone, schedule_id
 from activities.store import playbooks as playbook_rows
 from activities.store.agents import latest_agents
@@ -91,6 +93,17 @@ async def apply_folder(
         return False
     for warning in report.warnings:
         out.print(f"[yellow]![/yellow] {escape(str(warning))}")
+    taken = await foreign_agents(pool, report.agent_configs)
+    if taken:
+        out.print(
+            f"[red]nothing applied: agent(s) {escape(', '.join(taken))} exist and were not made from a "
+            "registry; rename the registry's agents (or remove those agents) first[/red]"
+        )
+        return False
+    project = await apply_project(pool, report.agent_configs, report.skills, applied_by or who())
+    for label, names in (("skill", project.skills), ("agent", project.agents)):
+        for name in names:
+            out.print(f"{label:>10}  {escape(name)}")
     events = list(report.events.values())
     polls = [
         (SensorPoll(ref=s.ref, emits=s.emits, folder=str(where)), s.poll_seconds)

@@ -1,6 +1,7 @@
 """`openloop playbooks compile|init`: playbook files checked and shown as DAGs, nothing run.
 
-`compile` reads `./playbooks` (or `--dir`); without one it compiles the examples shipped in
+`compile` reads `./playbooks` (or `--dir`, or the folder given: a Loopy project reads as
+written, `config.playbooks.project`); without one it compiles the examples shipped in
 `config/playbook_examples/` and says so, and `init` copies them into a folder to start from.
 Agents are checked against agent files (`--agents`, else `./agents/`, else the shipped
 example agents for the shipped examples) or the agents applied on the stack (`--applied`);
@@ -113,7 +114,8 @@ def _dag(playbook: CompiledPlaybook, report: CompileReport) -> Tree:
             parts.append(f"${step.budget_usd:.2f}")
         parts.append(f"approval {step.approval}")
         if step.emits:
-            parts.append(f"emits {step.emits}")
+            when = f" when {step.emit_when}" if step.emit_when is not None else ""
+            parts.append(f"emits {step.emits}{when}")
         node = tree.add(f"[bold]{escape(step.name)}[/bold]  {escape(' · '.join(parts))}")
         if step.output:
             node.add(escape("output: " + ", ".join(f"{f.name}: {type_text(f)}" for f in step.output)))
@@ -151,6 +153,7 @@ def _folder(folder: Path | None) -> Path:
 
 @playbooks_app.command("compile")
 def compile_command(
+    path: Annotated[Path | None, typer.Argument(help="The folder, as --dir (a Loopy project too)")] = None,
     folder: Annotated[
         Path | None,
         typer.Option("--dir", help="The playbooks folder (default ./playbooks, else the examples)"),
@@ -163,7 +166,7 @@ def compile_command(
     ] = False,
 ) -> None:
     """Build and check every playbook's DAG without running anything; exit 1 on any error."""
-    root = _folder(folder)
+    root = _folder(folder or path)
     configs: list[AgentConfig] | None = None
     if applied:
         configs = applied_agents()

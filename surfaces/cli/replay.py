@@ -39,7 +39,9 @@ def replay(
 ) -> None:
     """Replay recorded histories against this code; report determinism errors and where they diverge."""
     if sum((task_id is not None, history is not None, all_)) != 1:
-        Console(emoji=False, stderr=True).print("[red]error:[/red] give exactly one of TASK_ID, --history FILE or --all")
+        Console(emoji=False, stderr=True).print(
+            "[red]error:[/red] give exactly one of TASK_ID, --history FILE or --all"
+        )
         raise typer.Exit(EXIT_UNAVAILABLE)
 
     async def work(settings: Settings, client: Client | None) -> int:

@@ -275,15 +275,16 @@ def test_unknown_native_tool(tmp_path: Path) -> None:
     assert "memory.search" in problem.message
 
 
-def test_a_tool_the_runtime_cannot_run_is_an_error_not_a_silent_drop(tmp_path: Path) -> None:
+def test_an_mcp_tool_in_tools_is_a_server_checked_at_the_line_written(tmp_path: Path) -> None:
+    # pyopenloop's shape: the tool becomes an entry of spec.mcp_servers, named as written
     text = mutate(
         "  approvals:\n",
         "    - name: jira.lookup\n      type: mcp\n      server: http://127.0.0.1:9000/mcp\n  approvals:\n",
     )
     _, problems = problems_of(tmp_path, text)
-    problem = the_problem(problems, "spec.tools[2].type")
-    assert problem.line == line_of(text, "type: mcp")
-    assert "MCP tools come from spec.mcp_servers" in problem.message
+    problem = the_problem(problems, "spec.tools[2].name")
+    assert problem.line == line_of(text, "name: jira.lookup")
+    assert "must be 1-32 lowercase letters, digits, - or _" in problem.message
 
 
 def test_limit_to_may_only_narrow_the_agents_bindings(tmp_path: Path) -> None:

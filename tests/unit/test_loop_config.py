@@ -168,9 +168,11 @@ def test_an_agent_can_be_the_loops_fixer_within_a_budget() -> None:
         (
             12,
             '    fix: python fix.py "{last_error}"',
-            "loop.yaml:12: spec.commands.fix: {last_error} stands "
-            "inside quotes, `${...}` or a here-document, where its value could run as shell code; write it "
-            "bare (it is quoted for you when the command runs)",
+            "loop.yaml:12: spec.commands.fix: {last_error} stands inside quotes, `${...}` or a "
+            "here-document: its value is the last failed command's output, which the project under "
+            "repair writes, so it could end the quotes and run as shell code; write it outside the "
+            "quotes as an argument of its own, e.g. `--task 'Fix the latest failure:' {last_error}` "
+            "(it is quoted for you)",
         ),
         (
             13,

@@ -111,3 +111,18 @@ def test_more_tests_judge_as_before() -> None:
     loop.judge([verify("t::a", count=6)])
     judged = loop.judge([ran(Step.FIX), verify(count=7)])  # a test added, the failing one fixed
     assert judged.verdict is RoundVerdict.PASSED and judged.fixed == ["t::a"]
+
+
+def test_a_failed_run_that_names_no_tests_is_said_in_the_round_report() -> None:
+    loop = progress()
+    judged = loop.judge([ran(Step.VERIFY, Outcome.FAILED, tests=None)])
+    assert judged.verdict is RoundVerdict.FAILED
+    assert judged.note == (
+        "verify failed; verify output names no tests, so a regression cannot be detected; print test "
+        "ids (pytest, unittest, go test -json, jest --json, vitest --reporter=json, cargo test or a "
+        "JUnit report)"
+    )
+    named = progress().judge([ran(Step.VERIFY, Outcome.FAILED, tests=["t::a"])])
+    assert "names no tests" not in named.note
+    passed = progress().judge([ran(Step.VERIFY, Outcome.PASSED, tests=None)])
+    assert passed.note == "every check passed"

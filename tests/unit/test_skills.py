@@ -41,7 +41,7 @@ def test_a_skill_loads_with_its_resources_and_a_stable_digest(tmp_path: Path) ->
         "triage",
         ("github.get_job_log",),
     )
-    assert skill.body == "Read the log, then say what failed." and skill.resources == {"steps.md": "1. read"}
+    assert skill.body == "Read the log, then say what failed." and skill.resources == {"steps.md": b"1. read"}
     again = load_skill(tmp_path / "rubrics" / "triage", tmp_path)
     assert again.sha256 == skill.sha256
     (tmp_path / "rubrics" / "triage" / "steps.md").write_text("1. read twice")
@@ -68,13 +68,13 @@ def test_an_unquoted_colon_in_the_description_names_its_line_and_the_fix(tmp_pat
     ("change", "fragment"),
     [
         (("name: triage", "name: triage-two"), "differs from its folder 'triage'"),
-        (("name: triage", "name: Triage_Skill"), "must be 1-64 of a-z, 0-9 and -"),
+        (("name: triage", "name: ''"), "a skill needs a name, its folder's: name: triage"),
         (
             ('description: "When: a CI run failed. What: find the failing test"', "description: ''"),
             "needs a description",
         ),
-        (("allowed-tools:", "allowed_tools:"), "unknown key"),
-        (("---\nname", "name"), "must start with a '---' line"),
+        (("allowed-tools: [github.get_job_log]", "allowed-tools: 5"), "a list of tool names"),
+        (("---\nname", "name"), "no YAML frontmatter"),
     ],
 )
 def test_broken_frontmatter_fails_with_file_line_and_field(
