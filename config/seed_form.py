@@ -274,6 +274,9 @@ def _require_for(
             result.problems.append(
                 ((*at, index), f"{rule!r} is not a permission of {family}; known: {known}")
             )
+        elif not any(name in gated for name in names):
+            # Nothing to hold, so nothing changes; `agents convert` still says where it went
+            result.note((*at, index), None, f"{rule} gates nothing: no granted tool needs {permission}")
         else:
             for name in (n for n in names if n in gated):
                 if name not in ours:

@@ -45,8 +45,9 @@ def to_seed_form(data: dict[str, Any], tools: Mapping[str, str]) -> dict[str, An
             grouped.append({"name": family, "type": "native", "permissions": [plain[name]]})
         else:
             grouped.append(grant)
-    # A group stands for every tool its permissions allow: keep it only when that is exactly
-    # the plain grants of its family, else list them one by one.
+    # A group stands for every tool its permissions allow, in the order it lists them and then
+    # the catalog's: keep it only when that is exactly the plain grants of its family in their
+    # order (the order tools are offered), else list them one by one.
     exact: list[dict[str, Any]] = []
     for group in grouped:
         family = str(group["name"])
@@ -54,8 +55,9 @@ def to_seed_form(data: dict[str, Any], tools: Mapping[str, str]) -> dict[str, An
             members = [
                 g for g in grants if str(g["name"]) in plain and str(g["name"]).startswith(family + ".")
             ]
-            allowed = {n for n, p in family_tools(tools, family).items() if p in group["permissions"]}
-            if allowed != {str(g["name"]) for g in members}:
+            offered = family_tools(tools, family)
+            allowed = [n for p in group["permissions"] for n, needs in offered.items() if needs == p]
+            if allowed != [str(g["name"]) for g in members]:
                 exact += members
                 continue
         exact.append(group)

@@ -2,10 +2,11 @@
 
 The Agent Skills format asks for `name` (1-64 of a-z, 0-9 and -, equal to the folder's name)
 and `description` (up to 1,024 characters). Skills published in the wild stretch it (one of
-Anthropic's own descriptions runs past 1,024 characters; other tools add keys of their own),
-so those are warnings. What would break a task stays an error: no frontmatter, YAML that does
-not parse, no name or description, a name that is not its folder's (agents find a skill by
-its folder's name), `allowed-tools` that is not a list. Pure: no file or network access.
+Anthropic's own descriptions runs past 1,024 characters; other tools add keys of their own and
+name their own tools in `allowed-tools`), so those are warnings. What would break a task stays
+an error: no frontmatter, YAML that does not parse, no name or description, a name that is not
+its folder's (agents find a skill by its folder's name), `allowed-tools` that is not a list.
+Pure: no file or network access.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ MAX_DESCRIPTION = 1024
 KNOWN_KEYS = ("name", "description", "license", "compatibility", "metadata", "allowed-tools")
 _EXAMPLE_DESCRIPTION = "What this skill does, and when to use it"
 _MAX_SUGGESTED = 200
+# One tool of an `allowed-tools` string: a name, with any arguments in parentheses.
+_TOOL_NAME = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
 _QUOTE_HINT = " (quote a value that holds ': ', e.g. description: \"When: ...\")"
 
 
@@ -36,6 +39,7 @@ class Frontmatter:
     body: str = ""
     problems: list[ConfigProblem] = field(default_factory=list)
     warnings: list[ConfigProblem] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)  # `allowed-tools` that can name a tool here
 
 
 def parse(text: str, folder: str, source: str) -> Frontmatter:
@@ -85,7 +89,32 @@ def parse(text: str, folder: str, source: str) -> Frontmatter:
                 "a list of tool names, or one string of them",
             )
         )
+    elif tools:
+        found.tools = _allowed_tools(found, tools, source, _line(text, "allowed-tools"))
     return found
+
+
+def _allowed_tools(found: Frontmatter, tools: list[Any] | str, source: str, line: int | None) -> list[str]:
+    """The names of `allowed-tools` that can be a tool here (`family.name`, as every tool of
+    ours and every MCP tool is). The spec writes them space-separated and Claude Code skills
+    comma-separated, with arguments in parentheses (`Bash(git add:*)`). A name of another
+    product's tool (`Bash`, `Read`) is left out with a warning: kept, it would narrow the
+    agent to no tool at all once the skill is loaded."""
+    names = [str(t) for t in tools] if isinstance(tools, list) else _TOOL_NAME.findall(tools)
+    ours = [name for name in names if "." in name.split("(", 1)[0]]
+    foreign = [name for name in names if name not in ours]
+    if foreign:
+        narrowed = f"the agent is narrowed to {', '.join(ours)}" if ours else "the agent keeps its tools"
+        found.warnings.append(
+            ConfigProblem(
+                source,
+                line,
+                "allowed-tools",
+                f"{', '.join(foreign)} name no tool here (tools here are family.name, e.g. "
+                f"github.create_issue); ignored: {narrowed} when the skill is loaded",
+            )
+        )
+    return ours
 
 
 def _check_name(found: Frontmatter, folder: str, source: str, text: str) -> None:

@@ -77,15 +77,12 @@ def load_skill(folder: Path, root: Path | None = None, limits: SkillLimits | Non
     if problems:
         raise AgentConfigError(problems)
     ref = folder.relative_to(root).as_posix() if root is not None else folder.name
-    tools = front.keys.get("allowed-tools") or []
-    if isinstance(tools, str):
-        tools = tools.split()
     return Skill(
         ref=ref,
         name=str(front.keys["name"]),
         description=str(front.keys["description"]).strip(),
         body=front.body.strip(),
-        allowed_tools=tuple(str(tool) for tool in tools),
+        allowed_tools=tuple(front.tools),
         resources=resources,
         frontmatter=front.keys,
         warnings=tuple(front.warnings),

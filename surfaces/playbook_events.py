@@ -71,7 +71,8 @@ def github_matches(event_type: EventType, event: str, payload: Mapping[str, Any]
     match = event_type.match
     if match.get("event") != event:
         return False
-    return all(_same(lookup(payload, key, event), wanted) for key, wanted in match.items() if key != "event")
+    filters = {key: wanted for key, wanted in match.items() if key not in ("event", "paths")}
+    return all(_same(lookup(payload, key, event), wanted) for key, wanted in filters.items())
 
 
 def slack_matches(event_type: EventType, inner: Mapping[str, Any]) -> bool:
@@ -89,9 +90,29 @@ def slack_matches(event_type: EventType, inner: Mapping[str, Any]) -> bool:
     return False
 
 
+def _at(payload: Mapping[str, Any], path: str) -> Any:
+    """The value at a built-in event's path (`config.playbooks.github_builtins`): `a.b`, `a.b?`
+    (whether it is there) or `a.b#` (how many items it holds)."""
+    value: Any = payload
+    for part in path.rstrip("?#").split("."):
+        value = value.get(part) if isinstance(value, Mapping) else None
+    if path.endswith("?"):
+        return value is not None
+    if path.endswith("#"):
+        return len(value) if isinstance(value, list) else 0
+    return value
+
+
 def fields_of(event_type: EventType, payload: Mapping[str, Any], own: str = "") -> dict[str, Any]:
-    """The event's declared fields found in the payload (a missing one is left out)."""
-    found = {field.name: lookup(payload, field.name, own) for field in event_type.fields}
+    """The event's declared fields found in the payload (a missing one is left out); a built-in
+    event's at the paths it names."""
+    paths = event_type.match.get("paths") or {}
+    found = {
+        field.name: _at(payload, paths[field.name])
+        if field.name in paths
+        else lookup(payload, field.name, own)
+        for field in event_type.fields
+    }
     return {name: value for name, value in found.items() if value is not None}
 
 

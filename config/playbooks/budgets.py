@@ -4,7 +4,8 @@
     budget: {wall_clock: 20, spend: {usd: 4}}         # Loopy's: minutes, and dollars
 
 The dollars are the step's ceiling. A step's task is bounded in time by its agent's
-`spec.limits.wall_clock`, not per step, so `wall_clock` is a warning saying so.
+`spec.limits.wall_clock`, not per step, so `wall_clock` is a warning saying so, and so are
+Loopy's `window` and `latency`, which nothing here measures.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from config.problems import ConfigProblem, Loc
 
 __all__ = ["read_budget"]
 
-BUDGET_KEYS = ("wall_clock", "spend")
+BUDGET_KEYS = ("wall_clock", "spend", "window", "latency")
 
 
 def read_budget(
@@ -39,6 +40,10 @@ def read_budget(
             "bounded by its agent's spec.limits.wall_clock"
         )
         warnings.append(doc.problem((*loc, "wall_clock"), message))
+    for key in ("window", "latency"):  # Loopy's, in days
+        if key in value:
+            message = f"{key} {value[key]!r} has no effect here: only spend.usd caps a step"
+            warnings.append(doc.problem((*loc, key), message))
     spend = value.get("spend")
     if spend is None:
         return None, problems, warnings

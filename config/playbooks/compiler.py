@@ -12,10 +12,10 @@ or a Loopy project as written (`config.playbooks.project`): `registry.yml`,
 Every problem is a `ConfigProblem` naming file, line and field, with the fix; errors make the
 report fail, warnings (an event nobody produces, one nobody listens to, playbooks that start
 each other in a loop, more steps ready at once than a run starts, checks skipped for want of
-agents, what a Loopy file says that means nothing here) do not. A folder without a single
-step is an error saying what was found. Only playbooks whose own files and registry entries
-are free of errors, and that fit the limits (`config.playbooks.limits`), come out compiled,
-steps in topological order with the entry first.
+agents, a sensor that yields its events, what a Loopy file says that means nothing here) do
+not. A folder without a single step is an error saying what was found. Only playbooks whose
+own files and registry entries are free of errors, and that fit the limits
+(`config.playbooks.limits`), come out compiled, steps in topological order with the entry first.
 """
 
 from __future__ import annotations
@@ -41,8 +41,16 @@ from config.playbooks.registry_checks import (
     registry_warnings,
     sensor_contracts,
 )
+from config.playbooks.sensor_yields import yielding_sensors
 from config.playbooks.sensors import SensorDecl, read_sensors
-from config.playbooks.step_checks import CRON_FIELDS, Known, carried_fields, check_step, resolve_agent
+from config.playbooks.step_checks import (
+    CRON_FIELDS,
+    Known,
+    asked_fields,
+    carried_fields,
+    check_step,
+    resolve_agent,
+)
 from config.playbooks.step_files import StepFile, read_step
 from config.problems import ConfigProblem
 from config.skills import Skill
@@ -91,7 +99,7 @@ def compile_playbooks(
     known = _known(registry, known_agents, agents)
     report.errors += problems + project.problems + sensor_problems + sensor_contracts(registry, sensors)
     report.errors += alias_targets(registry, known)
-    report.warnings += registry.warnings + skill_warnings
+    report.warnings += registry.warnings + skill_warnings + yielding_sensors(sensors)
     folders, strays = playbook_folders(root)
     report.errors += strays
     emitted: dict[str, list[str]] = {}
@@ -189,7 +197,7 @@ def _compiled_step(
         agent=resolve_agent(step, registry) or "",
         instructions=step.body.strip() + "\n",
         after=step.after,
-        output=step.output,
+        output=step.output + asked_fields(step, registry, event_fields),
         emits=step.emits,
         emit_when=step.emit_when,
         carried=carried,

@@ -36,6 +36,7 @@ AGENT_KEYS = ("harness", "model", "skills", "sandbox", "description")
 SANDBOX_KEYS = ("provider", "image", "network", "env_file", "repos")
 # The harness runtime -> the LiteLLM provider its models are called through.
 RUNTIMES = {"claude-code": "anthropic", "codex": "openai"}
+_OPENAI = re.compile(r"^(gpt-|codex-|o\d)")  # OpenAI's model families, as Codex names them
 BUILT_IN_SANDBOX = "default"
 _WHY_SANDBOX = {
     "provider": "steps run as agent tasks on OpenLoop's workers, not in a {value} sandbox",
@@ -92,7 +93,12 @@ def _harness(doc: YamlDoc, loc: Loc, entry: dict[str, Any], out: ProjectAgents) 
 
 
 def _model(runtime: str, model: str) -> str:
-    return model if "/" in model or runtime not in RUNTIMES else f"{RUNTIMES[runtime]}/{model}"
+    """The LiteLLM name: by the runtime, or (OpenCode drives both) by the model's family."""
+    if "/" in model:
+        return model
+    family = "anthropic" if model.startswith("claude-") else "openai" if _OPENAI.match(model) else None
+    provider = RUNTIMES.get(runtime, family)
+    return f"{provider}/{model}" if provider else model
 
 
 def _skills(doc: YamlDoc, loc: Loc, entry: dict[str, Any], out: ProjectAgents) -> tuple[str, ...]:

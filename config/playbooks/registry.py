@@ -18,8 +18,8 @@ aliases or the project's own agents, defaults.
 
 An event's fields may also be written bare, Loopy's way (`TextSubmitted: {text: str}`). Loopy's
 `defaults.agent` mapping, `sandboxes:` and Capitalized agents are read by
-`config.playbooks.project_agents`. `cron("...")` is built in and needs no entry. Every problem
-names the file, line and field.
+`config.playbooks.project_agents`; its `limits:` is a warning (nothing enforces it here).
+`cron("...")` is built in and needs no entry. Every problem names the file, line and field.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any
 from config.playbooks.budgets import read_budget
 from config.playbooks.project import registry_path
 from config.playbooks.project_agents import ProjectAgent, is_project_agent, read_project_agents
-from config.playbooks.registry_values import parse_usd, unknown_key
+from config.playbooks.registry_values import bare_fields, parse_usd, unknown_key
 from config.playbooks.typed_fields import read_field_map
 from config.playbooks.yaml_text import YamlDoc, load_yaml
 from config.problems import ConfigProblem, Loc
@@ -45,7 +45,7 @@ EVENT_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 ALIAS = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")  # agent names' rule
 SOURCES = ("slack", "github", "webhook", "sensor")
 EVENT_KEYS = ("fields", "description", *SOURCES)
-TOP_KEYS = ("events", "agents", "defaults", "sandboxes")
+TOP_KEYS = ("events", "agents", "defaults", "sandboxes", "limits")
 DEFAULT_KEYS = ("budget", "require_budget", "approval", "agent")
 APPROVALS = ("agent", "required")  # the agent's own rules, or every write waits for a person
 _SLACK_KINDS = {"mention": (), "message": ("channel", "pattern"), "reaction": ("name",)}
@@ -93,6 +93,9 @@ def read_registry(root: Path) -> tuple[Registry, list[ConfigProblem]]:
         return registry, problems
     registry.doc = doc
     problems += [doc.problem((key,), unknown_key(key, TOP_KEYS)) for key in doc.data if key not in TOP_KEYS]
+    if "limits" in doc.data:  # Loopy's cascade and per-workflow spend caps
+        message = "limits: not enforced here; each step's budget caps its spend (budget: {spend: {usd: 4}})"
+        registry.warnings.append(doc.problem(("limits",), message))
     problems += _read_events(doc, registry)
     problems += _read_aliases(doc, registry)
     problems += _read_defaults(doc, registry)
@@ -122,7 +125,7 @@ def _read_events(doc: YamlDoc, registry: Registry) -> list[ConfigProblem]:
             example = "{fields: {repo: str}, github: {event: workflow_run}}"
             problems.append(doc.problem(loc, f"expected a mapping such as {example} (got {entry!r})"))
             continue
-        bare = bool(entry) and not any(key in EVENT_KEYS for key in entry)
+        bare = bare_fields(entry, EVENT_KEYS)
         if bare:
             entry = {"fields": entry}  # Loopy's bare field map: `TextSubmitted: {text: str}`
         for key, value in entry.items():

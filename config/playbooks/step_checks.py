@@ -22,7 +22,7 @@ from config.playbooks.typed_fields import type_text
 from config.problems import ConfigProblem
 from workflows.playbook_types import FieldKind, TypedField
 
-__all__ = ["CRON_FIELDS", "Known", "carried_fields", "check_step", "resolve_agent"]
+__all__ = ["CRON_FIELDS", "Known", "asked_fields", "carried_fields", "check_step", "resolve_agent"]
 
 # The event a cron entry step receives: when this tick was due, and when the last one was.
 CRON_FIELDS = (
@@ -117,7 +117,10 @@ def _references(
                     f"{_close(ref.field, names)}its fields: {_fields_text(event_fields)}"
                 )
         elif ref.step not in steps:
-            problem(f"{ref.text}: no step {ref.step!r} in this playbook; {_close(ref.step, list(steps))}")
+            problem(
+                f"{ref.text}: no step {ref.step!r} in this playbook; {_close(ref.step, list(steps))}"
+                f"its steps: {', '.join(steps)}"
+            )
         elif runs and not graph.is_upstream(ref.step, step.name):
             problem(
                 f"{ref.text}: step {ref.step!r} is not upstream of {step.name!r}, so its output is not "
@@ -179,29 +182,56 @@ def carried_fields(
     )
 
 
+def asked_fields(
+    step: StepFile, registry: Registry, event_fields: tuple[TypedField, ...] | None
+) -> tuple[TypedField, ...]:
+    """The emitted event's required fields neither in the output nor carried over: a Loopy step
+    leaves them to its agent (`origin` set from the prose), so the agent is asked for them
+    along with its output."""
+    if step.emits is None or event_fields is None:
+        return ()
+    output = {f.name for f in step.output}
+    carried = set(carried_fields(step, registry, event_fields))
+    return tuple(
+        wanted
+        for wanted in registry.events[step.emits].fields
+        if not wanted.optional and wanted.name not in output and wanted.name not in carried
+    )
+
+
 def _emits(
     step: StepFile, registry: Registry, event_fields: tuple[TypedField, ...] | None
 ) -> list[ConfigProblem]:
-    """The emitted event is the step's output (and what it carries over from the triggering
-    event): together they must hold every field the event requires."""
+    """The emitted event is the step's output, what it carries over from the triggering event and
+    what the agent is asked for besides: an output field of the wrong type is an error."""
     if step.emits is None:
         return []
     output = {f.name: f for f in step.output}
-    carried = set(carried_fields(step, registry, event_fields))
-    wrong = []
-    for wanted in registry.events[step.emits].fields:
-        have = output.get(wanted.name)
-        if have is None and not wanted.optional and wanted.name not in carried:
-            wrong.append(f"{wanted.name}: {type_text(wanted)} (missing)")
-        elif have is not None and (have.kind, have.choices) != (wanted.kind, wanted.choices):
-            wrong.append(f"{wanted.name}: {type_text(wanted)} (the output says {type_text(have)})")
+    wrong = [
+        f"{wanted.name}: {type_text(wanted)} (the output says {type_text(output[wanted.name])})"
+        for wanted in registry.events[step.emits].fields
+        if wanted.name in output
+        and (output[wanted.name].kind, output[wanted.name].choices) != (wanted.kind, wanted.choices)
+    ]
+    asked = asked_fields(step, registry, event_fields)
+    if asked:
+        carried = carried_fields(step, registry, event_fields)
+        kept = f"; {', '.join(carried)} carried unchanged from the triggering event" if carried else ""
+        them = "it" if len(asked) == 1 else "them"
+        message = (
+            f"emits {step.emits}: {', '.join(type_text_named(f) for f in asked)} not in `output:`, so "
+            f"the agent is asked for {them} with its output{kept}; declare a field in `output:` to set "
+            "it there"
+        )
+        step.warnings.append(step.doc.problem(("emits",), message))
     if not wrong:
         return []
-    message = (
-        f"emits {step.emits}, built from this step's output and the triggering event's fields of "
-        f"the same name, which must declare {'; '.join(wrong)}; fix `output:` to match the event"
-    )
+    message = f"emits {step.emits}, whose fields must keep their types: {'; '.join(wrong)}; fix `output:`"
     return [step.doc.problem(("emits",), message)]
+
+
+def type_text_named(field: TypedField) -> str:
+    return f"{field.name}: {type_text(field)}"
 
 
 def check_step(

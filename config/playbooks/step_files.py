@@ -10,6 +10,9 @@ the step's instructions in prose.
     ---
     Scan the dependencies ...
 
+`on:` may also name one of Loopy's built-in GitHub events, `on: Github.PullRequestMerged`, which
+needs no registry entry (`config.playbooks.github_builtins`); Loopy's field-filtered trigger
+(`on: Event(field="v")`) and a list of emitted events are refused with what to write instead.
 Other steps say `after: scan` (or `after: [a, b]`) instead of `on:`, and any step may say
 `emits: SomeEvent`, or `emits: {event: SomeEvent, when: "verdict == fail"}` to publish it only
 when an output field has (`!=`: has not) a value. `budget:` may also be Loopy's
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from config.playbooks.budgets import read_budget
+from config.playbooks.github_builtins import BUILTIN_PREFIXES, builtin_event, builtin_refused
 from config.playbooks.registry import APPROVALS, EVENT_NAME, Registry, unknown_key
 from config.playbooks.typed_fields import read_field_map
 from config.playbooks.yaml_text import YamlDoc, load_yaml
@@ -40,7 +44,14 @@ STEP_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*$")
 RESERVED_STEPS = ("event", "steps")  # the first word of a reference
 _WHEN = re.compile(r"""^\s*([a-z_][a-z0-9_]*)\s*(==|!=)\s*(["']?)([A-Za-z0-9_.-]+)\3\s*$""")
 EMITS_HINT = 'write `emits: EventName` or `emits: {event: EventName, when: "verdict == fail"}`'
-_CRON = re.compile(r"""^cron\(\s*(["'])(?P<expr>.*?)\1\s*(?:,\s*tz\s*=\s*(["'])(?P<tz>.*?)\3\s*)?\)$""")
+# Loopy writes the zone bare (`tz=UTC`); quoted is read too.
+_CRON = re.compile(r"""^cron\(\s*(["'])(?P<expr>.*?)\1\s*(?:,\s*tz\s*=\s*(["']?)(?P<tz>[^"')]*?)\3\s*)?\)$""")
+FILTERED_HINT = (
+    "a trigger filtered by fields is not read here; name the event alone and filter where it is "
+    "made: in its sensor (return None for the rest), with `emits: {event: X, when: ...}`, or a "
+    "registered event with a github source and the filter, e.g. github: {event: pull_request, "
+    "action: opened, repo: octocat/Hello-World}"
+)
 CRON_HINT = 'write cron("0 3 * * *") or cron("0 3 * * *", tz="Europe/Berlin"), the expression quoted'
 
 
@@ -136,6 +147,8 @@ def read_step(path: Path, source: str, registry: Registry) -> tuple[StepFile | N
 def _event(
     doc: YamlDoc, key: str, value: Any, registry: Registry, problems: list[ConfigProblem]
 ) -> str | None:
+    if isinstance(value, str) and value.startswith(BUILTIN_PREFIXES):
+        return _builtin(doc, key, value, registry, problems)
     if not isinstance(value, str) or not EVENT_NAME.match(value):
         problems.append(doc.problem((key,), f"{value!r} is not an event name; name one from registry.yaml"))
         return None
@@ -149,9 +162,25 @@ def _event(
     return value
 
 
+def _builtin(
+    doc: YamlDoc, key: str, value: str, registry: Registry, problems: list[ConfigProblem]
+) -> str | None:
+    """Loopy's `on: Github.PullRequestMerged`: registered as the step names it."""
+    event = builtin_event(value) if key == "on" else None
+    if event is None:
+        problems.append(doc.problem((key,), builtin_refused(value, key)))
+        return None
+    registry.events.setdefault(value, event)
+    return value
+
+
 def _emits(
     doc: YamlDoc, value: Any, registry: Registry, problems: list[ConfigProblem]
 ) -> tuple[str | None, EmitCondition | None]:
+    if isinstance(value, list):  # Loopy's `emits: [A, B]`
+        message = "a step emits one event here; emit the other from a step `after:` this one"
+        problems.append(doc.problem(("emits",), message))
+        return None, None
     if not isinstance(value, dict):
         return _event(doc, "emits", value, registry, problems), None
     wrong = [key for key in value if key not in ("event", "when")]
@@ -177,6 +206,8 @@ def _trigger(doc: YamlDoc, value: Any, registry: Registry) -> tuple[Trigger | No
         return None, [doc.problem(("on",), f"name one registered event, or {CRON_HINT}")]
     if value.startswith("cron"):
         return _cron(doc, value)
+    if "(" in value:  # Loopy's `Github.PullRequestOpened(repo="a/b")`
+        return None, [doc.problem(("on",), FILTERED_HINT)]
     problems: list[ConfigProblem] = []
     event = _event(doc, "on", value, registry, problems)
     return (Trigger(kind=TriggerKind.EVENT, event=event) if event else None), problems
