@@ -7,16 +7,14 @@ retried activity is answered by the server from the first call's result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from temporalio import activity
 from temporalio.client import Client, WithStartWorkflowOperation, WorkflowExecutionStatus
 from temporalio.common import WorkflowIDConflictPolicy
 from temporalio.service import RPCError, RPCStatusCode
 
 from workflows.admission_types import (
+    AdmissionCall,
     AdmissionInput,
-    AdmissionLimits,
     EnterRequest,
     EnterResult,
     LeaveRequest,
@@ -24,14 +22,6 @@ from workflows.admission_types import (
 )
 from workflows.agent_admission import AgentAdmissionWorkflow
 from workflows.task_basics import ActivityName
-
-
-@dataclass
-class AdmissionCall:
-    workspace: str
-    agent: str
-    task_id: str
-    limits: AdmissionLimits
 
 
 def _start(call: AdmissionCall) -> WithStartWorkflowOperation[AgentAdmissionWorkflow, None]:

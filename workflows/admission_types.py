@@ -39,6 +39,16 @@ class AdmissionLimits:
 
 
 @dataclass
+class AdmissionCall:
+    """What a task tells the admission activities: whose line, which task, which limits."""
+
+    workspace: str
+    agent: str
+    task_id: str
+    limits: AdmissionLimits
+
+
+@dataclass
 class EnterRequest:
     task_id: str
     limits: AdmissionLimits

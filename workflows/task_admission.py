@@ -14,8 +14,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from activities.admission_activities import AdmissionCall
-    from workflows.admission_types import AdmissionLimits, EnterResult
+    from workflows.admission_types import AdmissionCall, AdmissionLimits, EnterResult
     from workflows.task_basics import ActivityName, TaskStatus
     from workflows.types import PostReplyInput, TaskInput
 

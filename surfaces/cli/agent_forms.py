@@ -60,7 +60,7 @@ def convert(
     """Print (or write) an agent file in the other form. To today's form, the user's lines and
     comments are kept and each changed line says what it was; `--to seed` keeps no comments."""
     tools = tool_permissions()
-    errors = Console(stderr=True, highlight=False)
+    errors = Console(emoji=False, stderr=True, highlight=False)
     try:
         documents = expanded_documents(file, tools=tools)
     except AgentConfigError as exc:

@@ -58,7 +58,7 @@ def convert(
     ] = None,
 ) -> None:
     """Write an openloop.json as a YAML loop file, with a comment on each line it changed."""
-    console = Console(highlight=False, soft_wrap=True, stderr=True)
+    console = Console(emoji=False, highlight=False, soft_wrap=True, stderr=True)
     path = loop_file(file)
     if not is_json(path):
         console.print(
