@@ -10,9 +10,20 @@ CREATE TABLE IF NOT EXISTS skill_files (
     FOREIGN KEY (name, version) REFERENCES skills (name, version) ON DELETE CASCADE
 );
 
-INSERT INTO skill_files (name, version, path, content)
-SELECT skills.name, skills.version, file.key, convert_to(file.value, 'UTF8')
-FROM skills, jsonb_each_text(skills.resources) AS file
-ON CONFLICT DO NOTHING;
-
-ALTER TABLE skills DROP COLUMN IF EXISTS resources;
+-- Re-runnable, as every migration: the move happens only while the old column is there.
+DO $$
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = 'skills' AND column_name = 'resources'
+    ) THEN
+        EXECUTE $move$
+            INSERT INTO skill_files (name, version, path, content)
+            SELECT skills.name, skills.version, file.key, convert_to(file.value, 'UTF8')
+            FROM skills, jsonb_each_text(skills.resources) AS file
+            ON CONFLICT DO NOTHING
+        $move$;
+        ALTER TABLE skills DROP COLUMN resources;
+    END IF;
+END
+$$;
