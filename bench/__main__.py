@@ -11,7 +11,8 @@ PostgreSQL + pgvector, a fake GitHub), writes bench/results/<bench>.json, and th
 are printed and written into bench/RESULTS.md between its generated-section markers.
 Run it from the repository root, on a quiet machine (`uptime`).
 
-`python -m bench chaos [--quick|--full] [--seed N]` is apart from `all`: it starts its own
+`python -m bench egress [--quick]` (the sandbox's egress proxies, about a minute, no stack) is
+apart from `all`, and so is `python -m bench chaos [--quick|--full] [--seed N]`: it starts its own
 stack of processes (PostgreSQL, a Temporal dev server on a file, two agent workers and a loop
 worker) twice, and stops them at seeded moments the second time (about 4 minutes at the
 default size, 2 quick); see `bench.chaos`.
@@ -26,7 +27,19 @@ import os
 from pathlib import Path
 from types import ModuleType
 
-from bench import chaos, dashboard, fanout, history, loops, mcp, orchestration, parked, throughput, tokens
+from bench import (
+    chaos,
+    dashboard,
+    egress,
+    fanout,
+    history,
+    loops,
+    mcp,
+    orchestration,
+    parked,
+    throughput,
+    tokens,
+)
 from bench.common import RESULTS_DIR, embedded_stack, log, serve_worker, write_result
 from bench.report import render, write_markdown
 
@@ -69,9 +82,18 @@ async def run_chaos(size: str, seed: int, out: Path) -> None:
     log(f"chaos: written to {path}")
 
 
+async def run_egress(size: str, out: Path) -> None:
+    sizes = egress.Sizes.quick() if size == "quick" else egress.Sizes()
+    log(f"egress: {sizes}")
+    load = [round(x, 2) for x in os.getloadavg()]
+    report = await egress.run(sizes)
+    path = write_result("egress", {**report, "preset": size, "load_avg_at_start": load}, out)
+    log(f"egress: written to {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["all", "report", "worker", "chaos", *BENCHES])
+    parser.add_argument("what", choices=["all", "report", "worker", "chaos", "egress", *BENCHES])
     preset = parser.add_mutually_exclusive_group()
     preset.add_argument("--quick", action="store_true", help="smaller sizes (a few minutes in all)")
     preset.add_argument(
@@ -89,6 +111,8 @@ def main() -> None:
     if args.what == "chaos":
         size = "quick" if args.quick else "full" if args.full else "default"
         asyncio.run(run_chaos(size, args.seed, args.out))
+    elif args.what == "egress":  # no stack: bubblewrap, the proxies and a local server
+        asyncio.run(run_egress("quick" if args.quick else "default", args.out))
     elif args.what != "report":
         names = list(BENCHES) if args.what == "all" else [args.what]
         size = "quick" if args.quick else "full" if args.full else "default"

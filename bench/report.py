@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import report_costs, report_runs, report_steps
+from bench import egress, report_costs, report_runs, report_steps
 from bench.tables import table
 
 Renderer = Callable[[dict[str, Any]], tuple[list[list[Any]], str]]
@@ -28,6 +28,7 @@ RENDER: dict[str, Renderer] = {
     "loops": report_runs.loops,
     "fanout": report_runs.fanout,
     "chaos": report_runs.chaos,
+    "egress": egress.render,
 }
 TITLES = {
     "orchestration": "1. Orchestration overhead per step",
@@ -39,6 +40,7 @@ TITLES = {
     "loops": "8. Repair loops",
     "fanout": "9. Fan-out to subagents",
     "chaos": "10. Chaos: deploys and crashes during a mixed workload",
+    "egress": "11. Egress allowlist: the sandbox's proxies",
 }
 
 

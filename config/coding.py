@@ -6,6 +6,9 @@ same way; the sandbox fields are declared here, once, for both. Pydantic only.
       verify: python -m pytest -q
       limits: {command_timeout: 5m, memory: 1Gi}
       sandbox: {provider: bubblewrap, network: false, env_from: [PIP_INDEX_URL]}
+
+`network` is true (the worker's network), false (none) or an egress allowlist of hosts
+(`[pypi.org, "*.github.com", "api.internal:8443"]`, see `config.egress`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
+from config.egress import parse_host_rule
 from config.fields import Strict, rule_error
 from config.loop_fields import Command, Megabytes, Seconds
 from workflows.code_types import CodeSetup
@@ -25,13 +29,22 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 class SandboxFields(Strict):
     provider: Literal["bubblewrap", "none"] = "bubblewrap"
-    network: bool = False
+    network: bool | list[str] = False
     env_from: list[str] = Field(default_factory=list)
     read_only: list[str] = Field(default_factory=list)
+
+    @field_validator("network", mode="before")
+    @classmethod
+    def _network_shape(cls, value: object) -> object:
+        if isinstance(value, bool) or (isinstance(value, list) and all(isinstance(e, str) for e in value)):
+            return value
+        raise ValueError(f'{value!r}: write true, false or a list of hosts, e.g. [pypi.org, "*.github.com"]')
 
     @model_validator(mode="after")
     def _names_and_paths(self) -> SandboxFields:
         problems: list[tuple[tuple[str | int, ...], str]] = []
+        if isinstance(self.network, list):
+            problems += _allowlist_problems(self.network, self.provider)
         for index, name in enumerate(self.env_from):
             if not _ENV_NAME.match(name):
                 problems.append((("env_from", index), f"{name!r} is not an environment variable name"))
@@ -41,6 +54,22 @@ class SandboxFields(Strict):
         if problems:
             raise rule_error(problems)
         return self
+
+
+def _allowlist_problems(entries: list[str], provider: str) -> list[tuple[tuple[str | int, ...], str]]:
+    if not entries:
+        return [(("network",), "an empty allowlist allows nothing: write `network: false`")]
+    if provider == "none":
+        return [
+            (("network",), "an allowlist needs `provider: bubblewrap`: unconfined commands share the network")
+        ]
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for index, entry in enumerate(entries):
+        try:
+            parse_host_rule(entry)
+        except ValueError as error:
+            problems.append((("network", index), str(error)))
+    return problems
 
 
 class CodingLimits(Strict):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from workflows.egress_report import egress_lines
 from workflows.loop_types import (
     Baseline,
     CommandResult,
@@ -71,6 +72,13 @@ def _unnamed(results: list[CommandResult]) -> str:
         "print test ids (pytest, unittest, go test -json, jest --json, vitest --reporter=json, "
         "cargo test or a JUnit report)"
     )
+
+
+def _blocked(results: list[CommandResult]) -> str:
+    """What the sandbox's egress allowlist refused this round, by step ("" when nothing): a
+    command that failed for want of a host says so where the round is read."""
+    lines = [f"{r.step.value} {line}" for r in results for line in egress_lines(r.egress, allowed=False)]
+    return "; ".join(lines)
 
 
 def _fewer(most: int, now: int, stopped: list[str]) -> tuple[list[str], str]:
@@ -152,6 +160,8 @@ class LoopProgress:
             verdict, note = RoundVerdict.FAILED, self._failure_note(results, metric, checks_pass)
         if verdict is not RoundVerdict.PASSED and (unnamed := _unnamed(results)):
             note = f"{note}; {unnamed}"
+        if blocked := _blocked(results):
+            note = f"{note}; {blocked}"
         fix_ran = any(r.step in (Step.FIX, Step.IMPROVE) for r in results)
         if verdict in (RoundVerdict.PASSED, RoundVerdict.IMPROVING):
             self.consecutive_failures = 0

@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.egress_report import EgressReport
 from workflows.task_basics import SurfaceContext
 
 LOOP_WORKFLOW_NAME = "openloop.RepairLoop"
@@ -109,7 +110,9 @@ class Limits(_Frozen):
 
 class Sandbox(_Frozen):
     provider: str = "bubblewrap"  # | "none": commands run unconfined, and every report says so
-    network: bool = False
+    # true: the worker's network; false: none; a list: only those hosts, through the worker's
+    # egress proxies (`config.egress` says what an entry may be).
+    network: bool | list[str] = False
     env_from: list[str] = Field(default_factory=list)  # worker variables the commands may see
     read_only: list[str] = Field(default_factory=list)  # extra host paths the commands may read
 
@@ -205,6 +208,7 @@ class CommandResult(_Frozen):
     reason: str = ""  # why an abnormal outcome happened, in words
     sandboxed: bool = True
     error_summary: str = ""  # what the next round's {last_error} gets from a failed command
+    egress: EgressReport | None = None  # with a network allowlist: what was blocked and let through
 
 
 class DiffRequest(_Frozen):

@@ -28,6 +28,7 @@ from activities.loops.workspace import git_dir
 from activities.runtime import Runtime
 from activities.store import loops as loop_rows
 from activities.tool_errors import ToolError
+from workflows.egress_report import egress_lines
 from workflows.errors import ErrorType
 from workflows.loop_template import step_environment
 from workflows.types import ToolCallInput
@@ -111,6 +112,8 @@ def ending(run: CommandRun) -> str:
         said += f": {ended.reason}"
     if not ended.sandboxed:
         said += " (not sandboxed: this workspace's sandbox provider is 'none')"
+    if blocked := egress_lines(ended.egress, allowed=False):
+        said += "; the sandbox's network allowlist " + "; ".join(blocked)
     return said
 
 

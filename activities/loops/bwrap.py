@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from contextlib import suppress
 from pathlib import Path
 
+from activities.loops.egress.session import EgressMount
 from workflows.loop_types import Limits, Sandbox
 
 __all__ = ["bwrap_argv", "command_env", "hand_over", "sandbox_uid", "tmpfs_used_bytes"]
@@ -76,20 +77,24 @@ def bwrap_argv(
     limits: Limits,
     sandbox: Sandbox,
     git_dir: Path | None = None,
+    egress: EgressMount | None = None,
 ) -> list[str]:
+    """With `egress` (an allowlist), the command keeps an empty network namespace and reaches
+    the worker's proxies through the mount's sockets; `network: true` alone shares the worker's."""
     root = as_root()
+    shared = sandbox.network is True and egress is None
     argv = ["bwrap", "--die-with-parent", "--new-session"]
     if root:
         # No user namespace: the command's uid must be a real unprivileged one. Only what
         # setpriv needs to drop to it is kept, and setpriv drops that too.
         argv += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
         argv += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-        if not sandbox.network:
+        if not shared:
             argv.append("--unshare-net")
     else:
         # Run as root, bwrap would keep every capability unless told otherwise.
         argv += ["--unshare-all", "--cap-drop", "ALL"]
-        if sandbox.network:
+        if shared:
             argv.append("--share-net")
     for system_dir in SYSTEM_DIRS:
         if os.path.islink(system_dir):  # merged /usr: /lib -> usr/lib
@@ -111,14 +116,25 @@ def bwrap_argv(
     # workspace under a read-only path stays writable.
     for flag, source, target in sorted(binds, key=lambda bind: len(bind[2].parts)):
         argv += [flag, str(source), str(target)]
+    for source_path, target_path in egress.binds if egress else []:
+        # bwrap would make the folder above private to root, out of the command's reach.
+        argv += [
+            "--perms",
+            "0755",
+            "--dir",
+            str(Path(target_path).parent),
+            "--ro-bind",
+            source_path,
+            target_path,
+        ]
     argv.append("--clearenv")
-    for name, value in command_env(env).items():
+    for name, value in (command_env(env) | (egress.env if egress else {})).items():
         argv += ["--setenv", name, value]
     argv += ["--chdir", str(workspace)]
     if root:
         uid = str(sandbox_uid(workspace))
         argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
-    return argv + ["/bin/sh", "-c", command]
+    return argv + (egress.prefix if egress else []) + ["/bin/sh", "-c", command]
 
 
 def tmpfs_used_bytes(pid: int) -> int:

@@ -203,6 +203,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
         reason=ended.reason,
         sandboxed=ended.sandboxed,
         error_summary="" if ended.outcome is Outcome.PASSED else last_error(ended.tail) or ended.reason,
+        egress=ended.egress,
     )
 
 

@@ -8,6 +8,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from workflows.egress_report import EgressReport
 from workflows.loop_types import Outcome
 
 __all__ = ["TAIL_BYTES", "TAIL_LINES", "TRUNCATED_MARK", "OutputLog", "RunOutcome", "judge_exit"]
@@ -26,6 +27,7 @@ class RunOutcome:
     tail: str  # its last lines
     reason: str  # why, in words, when it did not simply pass
     sandboxed: bool
+    egress: EgressReport | None = None  # with a network allowlist: what its proxies saw
 
 
 class OutputLog:

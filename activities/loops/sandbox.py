@@ -2,7 +2,8 @@
 
 The command sees its workspace (read-write, also its working directory), its repository
 read-only at `.git`, the system directories and the worker's Python (read-only), a private
-/tmp, and only the variables it is given; no network unless the loop asks for it. Memory and
+/tmp, and only the variables it is given; no network unless the loop asks for it (all of it,
+or an allowlist's hosts through per-command proxies: `activities.loops.egress`). Memory and
 process limits are the kernel's (see `activities.loops.bwrap`); a watcher also sums the
 tree's memory with its in-memory files. A command that cannot be sandboxed is never run
 unconfined: `run_sandboxed` raises `SandboxUnavailable`. Provider "none" runs it directly
@@ -20,7 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
@@ -34,6 +35,7 @@ from activities.loops.bwrap import (
     sandbox_uid,
     tmpfs_used_bytes,
 )
+from activities.loops.egress.session import EgressMount, EgressSession
 from activities.loops.run_record import OutputLog, RunOutcome, judge_exit, judge_fork_refusal
 from workflows.loop_types import Limits, Outcome, Sandbox
 
@@ -112,13 +114,29 @@ async def run_sandboxed(
         if problem:
             raise SandboxUnavailable(problem)
     started = time.monotonic()
+    if sandboxed and isinstance(run.sandbox.network, list):
+        # Its proxies live as long as the command; what they saw is part of how it ended.
+        async with EgressSession(run.sandbox.network) as egress:
+            ended = await _start(run, started, sandboxed, on_progress, progress_every_s, egress.mount())
+        return replace(ended, egress=egress.report())
+    return await _start(run, started, sandboxed, on_progress, progress_every_s)
+
+
+async def _start(
+    run: SandboxRun,
+    started: float,
+    sandboxed: bool,
+    on_progress: Callable[[Progress], None] | None,
+    progress_every_s: float,
+    egress: EgressMount | None = None,
+) -> RunOutcome:
     workspace = run.workspace.resolve()
     needed = [workspace, *(Path(path) for path in run.sandbox.read_only if sandboxed)]
     missing = [path for path in needed if not path.exists()]
     if missing:
         return _not_started(f"could not start: {missing[0]} does not exist", started, sandboxed)
     if sandboxed:
-        argv = bwrap_argv(run.command, workspace, run.env, run.limits, run.sandbox, run.git_dir)
+        argv = bwrap_argv(run.command, workspace, run.env, run.limits, run.sandbox, run.git_dir, egress)
         env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}  # bwrap clears it again for the command
         if as_root():
             await asyncio.to_thread(hand_over, workspace, sandbox_uid(workspace))

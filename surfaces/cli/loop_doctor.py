@@ -119,7 +119,10 @@ def sandbox_check(spec: LoopSpec) -> Check:
     if spec.sandbox.provider == "none":
         return Check("sandbox", True, "provider none: commands run UNSANDBOXED, and every report says so")
     problem = sandbox_problem()
-    return Check("sandbox", problem is None, problem or "bubblewrap works here")
+    works = "bubblewrap works here"
+    if isinstance(spec.sandbox.network, list):
+        works += f"; network only to {', '.join(spec.sandbox.network)}, through the worker's egress proxies"
+    return Check("sandbox", problem is None, problem or works)
 
 
 async def doctor(spec: LoopSpec, settings: Settings) -> list[Check]:

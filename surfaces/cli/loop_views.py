@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from workflows.egress_report import egress_lines
 from workflows.loop_types import LoopStatus, LoopView, RoundReport, RoundVerdict
 
 VERDICT_STYLE = {
@@ -98,6 +99,8 @@ def report_lines(report: RoundReport) -> list[str]:
         )
         if command.reason:
             lines.append(f"           {escape(command.reason)}")
+        # What the sandbox's network allowlist refused and let through, per command.
+        lines += [f"           {escape(line)}" for line in egress_lines(command.egress)]
     if report.failing_tests:
         lines.append(f"  failing: {escape(', '.join(report.failing_tests))}")
     if report.fixed_tests:
