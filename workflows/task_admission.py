@@ -20,10 +20,10 @@ with workflow.unsafe.imports_passed_through():
 
 from workflows.task_record import Cancellation, TaskRecord
 
-# Never give up on the admission workflow: an outage delays the task, it does not lose it.
+# An outage of Temporal delays the task rather than failing it: retried for about 1.5 hours.
 ADMISSION_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(maximum_interval=timedelta(seconds=10)),
+    "retry_policy": RetryPolicy(maximum_interval=timedelta(minutes=1), maximum_attempts=100),
 }
 QUEUED_OPTIONS: dict[str, Any] = {
     "start_to_close_timeout": timedelta(seconds=30),
