@@ -24,6 +24,9 @@ from config.loop_fields import Command, Megabytes, Seconds
 from workflows.code_types import CodeSetup
 from workflows.loop_types import Limits, RepoSource, Sandbox
 
+# The extension point: a provider runs one command of a workspace under the sandbox's rules
+# (see deploy/README.md "Sandbox providers"); these are the ones this release has.
+SANDBOX_PROVIDERS = ("bubblewrap", "none")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -32,6 +35,17 @@ class SandboxFields(Strict):
     network: bool | list[str] = False
     env_from: list[str] = Field(default_factory=list)
     read_only: list[str] = Field(default_factory=list)
+
+    @field_validator("provider", mode="before")
+    @classmethod
+    def _known_provider(cls, value: object) -> object:
+        if value in SANDBOX_PROVIDERS:
+            return value
+        raise ValueError(
+            f"{value!r} is not a sandbox provider here: write bubblewrap (each command in its own "
+            "bubblewrap sandbox on the loop worker) or none (unconfined, trusted projects only); "
+            'deploy/README.md "Sandbox providers" says what another provider implements'
+        )
 
     @field_validator("network", mode="before")
     @classmethod

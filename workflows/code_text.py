@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from workflows.code_types import TestRun, WorkspaceState
-from workflows.loop_types import DiffSnapshot
+from workflows.loop_types import DiffSnapshot, Sandbox
 from workflows.task_basics import SurfaceContext
 
 _RUN_URL = re.compile(r"^Run: (https?://\S+)$", re.M)
@@ -25,6 +25,17 @@ def describe_tests(run: TestRun | None, configured: bool = True, before: TestRun
     named = ", ".join(failing[:_SHOWN_FAILURES]) + (" …" if len(failing) > _SHOWN_FAILURES else "")
     said = f"failed: {len(failing)} failing ({named})" if failing else f"failed: {run.summary[:200]}"
     return f"{said}; {fewer}" if fewer else said
+
+
+def describe_sandbox(sandbox: Sandbox) -> str:
+    """Where the workspace's commands run, as the model is told when it opens one."""
+    if sandbox.provider == "none":
+        return "unconfined (no sandbox), with the worker's network"
+    if sandbox.network is True:
+        return "in a sandbox with the worker's network"
+    if sandbox.network:
+        return f"in a sandbox whose network reaches only {', '.join(sandbox.network)} (through a proxy)"
+    return "in a sandbox without network"
 
 
 def fewer_tests(before: TestRun | None, after: TestRun) -> str:

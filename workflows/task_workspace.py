@@ -84,7 +84,7 @@ class TaskWorkspace:
             ok=True,
             output=(
                 f"Workspace open: {repo.github} at {repo.base} (commit {handle.base_commit[:12]}), "
-                f"in a sandbox without network. Tests before any change: {tests}. Paths are "
+                f"{code_text.describe_sandbox(setup.sandbox)}. Tests before any change: {tests}. Paths are "
                 "relative to the repository root. When the tests pass, propose the change with "
                 "github.create_pull_request."
             ),

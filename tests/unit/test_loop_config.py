@@ -219,7 +219,10 @@ def test_an_agent_can_be_the_loops_fixer_within_a_budget() -> None:
         (
             16,
             "  sandbox: {provider: docker}",
-            "loop.yaml:16: spec.sandbox.provider: allowed values are 'bubblewrap' or 'none' (got 'docker')",
+            "loop.yaml:16: spec.sandbox.provider: 'docker' is not a sandbox provider here: write "
+            "bubblewrap (each command in its own bubblewrap sandbox on the loop worker) or none "
+            '(unconfined, trusted projects only); deploy/README.md "Sandbox providers" says what '
+            "another provider implements",
         ),
         (
             16,
