@@ -40,7 +40,7 @@ from activities.loops import workspace
 from activities.loops.bwrap import SYSTEM_PATH, as_root, bwrap_argv, hand_over, sandbox_uid
 from activities.loops.host import LoopHost
 from activities.loops.loop_activities import acquire_workspace
-from activities.loops.sandbox import _limited, sandbox_problem
+from activities.loops.sandbox_probe import prlimit_argv, sandbox_problem
 from activities.store import loops as loop_rows
 from activities.store.db import get_pool
 from bench.common import GITHUB_TOKEN, Stack, new_queue, running
@@ -87,6 +87,10 @@ class Sizes:
     @classmethod
     def quick(cls) -> Sizes:
         return cls(repeats=2)
+
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls(rounds=2, command_s=0.2, repeats=1, repo_files=2, file_kb=512, diff_files=2)
 
 
 @dataclass
@@ -201,7 +205,9 @@ def shell_script(spec: LoopSpec, path: Path, rounds: int, in_bwrap: bool) -> str
         line = render_command(spec.commands[step], values)
         if in_bwrap:
             env = step_environment(str(path), str(path), round_, step.value)
-            line = shlex.join(_limited(spec.limits) + bwrap_argv(line, path, env, spec.limits, spec.sandbox))
+            line = shlex.join(
+                prlimit_argv(spec.limits) + bwrap_argv(line, path, env, spec.limits, spec.sandbox)
+            )
         lines.append(line)
     return "\n".join(lines) + "\n"
 

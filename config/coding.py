@@ -19,8 +19,10 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from config.egress import parse_host_rule
+from config.extra_repos import ExtraRepoFields, repos_problems
 from config.fields import Strict, rule_error
 from config.loop_fields import Command, Megabytes, Seconds
+from config.sandbox_setup import SetupFields
 from workflows.code_types import CodeSetup
 from workflows.loop_types import Limits, RepoSource, Sandbox
 
@@ -35,6 +37,11 @@ class SandboxFields(Strict):
     network: bool | list[str] = False
     env_from: list[str] = Field(default_factory=list)
     read_only: list[str] = Field(default_factory=list)
+    # A dotenv file whose keys join the commands' variables; a loop file's relative path is
+    # read from the file's folder, an agent's must be absolute (see CodingSpec).
+    env_file: str | None = Field(default=None, min_length=1)
+    repos: list[ExtraRepoFields] = Field(default_factory=list)  # see config.extra_repos
+    setup: SetupFields | None = None  # run once per workspace, see config.sandbox_setup
 
     @field_validator("provider", mode="before")
     @classmethod
@@ -65,6 +72,12 @@ class SandboxFields(Strict):
         for index, path in enumerate(self.read_only):
             if not path.startswith("/"):
                 problems.append((("read_only", index), f"{path!r} must be an absolute path"))
+        if self.env_file is not None and ("\n" in self.env_file or "\0" in self.env_file):
+            problems.append((("env_file",), "write the path of one dotenv file, e.g. secrets/dev.env"))
+        problems += repos_problems(self.repos)
+        if self.setup is not None and isinstance(self.setup.network, list):
+            setup_network = _allowlist_problems(self.setup.network, self.provider)
+            problems += [(("setup", *at), why) for at, why in setup_network]
         if problems:
             raise rule_error(problems)
         return self
@@ -99,6 +112,20 @@ class CodingSpec(Strict):
     verify: Command | None = Field(default=None, description="The project's test command")
     limits: CodingLimits = CodingLimits()
     sandbox: SandboxFields = SandboxFields()
+
+    @model_validator(mode="after")
+    def _absolute_paths(self) -> CodingSpec:
+        """An agent is stored and runs away from its file: no folder to read a relative path from."""
+        where = "an absolute path on the loop worker (an agent is not read from its file's folder)"
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        if self.sandbox.env_file is not None and not self.sandbox.env_file.startswith("/"):
+            problems.append((("sandbox", "env_file"), f"{self.sandbox.env_file!r}: write {where}"))
+        for index, repo in enumerate(self.sandbox.repos):
+            if repo.path is not None and not repo.path.startswith("/"):
+                problems.append((("sandbox", "repos", index, "path"), f"{repo.path!r}: write {where}"))
+        if problems:
+            raise rule_error(problems)
+        return self
 
     def setup(self, repo: RepoSource) -> CodeSetup:
         """What a workspace of `repo` opened by this agent runs with."""

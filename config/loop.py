@@ -10,7 +10,6 @@ file as written (`10m`, `2Gi`); `LoopSpec` holds plain seconds and megabytes.
 from __future__ import annotations
 
 import difflib
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -19,6 +18,7 @@ from pydantic import BaseModel, BeforeValidator, Field, ValidationError, field_v
 
 from config.agent import _NAME as NAME_RULE  # loops are named like agents
 from config.coding import SandboxFields
+from config.extra_repos import GITHUB_REPO
 from config.fields import Strict, rule_error
 from config.loop_fields import Command, Megabytes, MetricRegex, Seconds, command_line
 from config.problems import AgentConfigError, ConfigProblem, Loc, _inner_model, expand_error, field_path
@@ -28,8 +28,6 @@ from workflows.loop_types import Baseline, Limits, LoopSpec, Mission, RepoSource
 __all__ = ["STARTER_LOOP", "load_loop_file", "parse_loop", "starter_loop_text"]
 
 STARTER_LOOP = Path(__file__).parent / "loops" / "starter.yaml"
-
-_GITHUB_REPO = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 
 
 class LoopMetadata(Strict):
@@ -64,7 +62,7 @@ class RepoFields(Strict):
         if (self.path is None) == (self.github is None):
             one = "give exactly one of `path: ./checkout` (a local git checkout) or `github: owner/name`"
             raise rule_error([((), one)])
-        if self.github is not None and not _GITHUB_REPO.match(self.github):
+        if self.github is not None and not GITHUB_REPO.match(self.github):
             raise rule_error([(("github",), f"{self.github!r} is not a repository; write owner/name")])
         if self.agent is not None and self.github is None:
             raise rule_error([(("agent",), "`agent` says whose GitHub access clones `github`; remove it")])
@@ -172,7 +170,23 @@ def _worded(error: dict[str, Any]) -> list[tuple[Loc, str]]:
     return expand_error(error)
 
 
-def _spec(fields: LoopFile, source: str, repo_path: str | None) -> LoopSpec:
+def _sandbox(fields: SandboxFields, base_dir: Path) -> Sandbox:
+    """The sandbox with its file paths made absolute, read from the loop file's folder like
+    `repo.path`: the worker that reads them knows nothing of that folder."""
+
+    def absolute(path: str) -> str:
+        return str((base_dir / Path(path).expanduser()).resolve())
+
+    data = fields.model_dump()
+    if fields.env_file is not None:
+        data["env_file"] = absolute(fields.env_file)
+    data["repos"] = [
+        {**repo, "path": absolute(repo["path"])} if repo["path"] else repo for repo in data["repos"]
+    ]
+    return Sandbox(**data)
+
+
+def _spec(fields: LoopFile, source: str, repo_path: str | None, base_dir: str | Path = ".") -> LoopSpec:
     spec = fields.spec
     fixer = spec.commands.fix.agent if isinstance(spec.commands.fix, FixerAgent) else None
     lines = spec.commands.model_dump(exclude={"fix"}) | {
@@ -203,7 +217,7 @@ def _spec(fields: LoopFile, source: str, repo_path: str | None) -> LoopSpec:
             max_duration_s=limits.max_duration,
             budget_usd=limits.budget,
         ),
-        sandbox=Sandbox(**spec.sandbox.model_dump()),
+        sandbox=_sandbox(spec.sandbox, Path(base_dir)),
         source=source,
         fixer_agent=fixer,
     )
@@ -249,7 +263,7 @@ def parse_loop(
             loc = ("spec", "repo", "path")
             message = f"no directory at {repo_path} (a relative path is read from the loop file's folder)"
             raise AgentConfigError([ConfigProblem(source, line_of(node, loc), field_path(loc), message)])
-    return _spec(fields, source, repo_path)
+    return _spec(fields, source, repo_path, base_dir)
 
 
 def load_loop_file(path: str | Path) -> LoopSpec:

@@ -205,7 +205,7 @@ def parse_json_loop(
         message = f"no directory at {repo_path} (a relative project_root is read from the file's folder)"
         problem = ConfigProblem(source, line_of(found.node, ("project_root",)), "project_root", message)
         raise AgentConfigError([problem])
-    return _spec(fields, source, repo_path), found.warnings
+    return _spec(fields, source, repo_path, base_dir), found.warnings
 
 
 def load_json_loop(path: str | Path) -> tuple[LoopSpec, list[ConfigProblem]]:

@@ -67,6 +67,9 @@ class Settings(BaseModel):
     github_api_url: str = "https://api.github.com"
     github_git_url: str = "https://github.com"  # where repair loops clone repositories from
     workspaces_dir: Path | None = None  # loop workspaces (default: <state dir>/workspaces)
+    # What `sandbox.setup` left behind, kept per repository and lockfiles beside the
+    # workspaces; the least recently used go past this many megabytes (0: no cache).
+    setup_cache_mb: int = 4096
     loop_files_dir: Path | None = None  # loop files agents may start (default: <state dir>/loops)
     github_app_id: str | None = None
     github_app_private_key: SecretStr | None = None
@@ -103,6 +106,7 @@ class Settings(BaseModel):
             workspaces_dir=Path(_env("OPENLOOP_WORKSPACES_DIR") or "").expanduser()
             if _env("OPENLOOP_WORKSPACES_DIR")
             else None,
+            setup_cache_mb=int(_env("OPENLOOP_SETUP_CACHE_MB") or 4096),
             loop_files_dir=Path(_env("OPENLOOP_LOOPS_DIR") or "").expanduser()
             if _env("OPENLOOP_LOOPS_DIR")
             else None,

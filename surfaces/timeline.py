@@ -61,6 +61,7 @@ def story_from_history(events: Sequence[HistoryEvent]) -> Story:
     for event in events:
         reader.read(event)
     tell_what_followed(reader.story.entries, reader.voided)
+    reader.story.blocked = reader.code.blocked.lines()
     return reader.story
 
 

@@ -1,6 +1,6 @@
 """A coding task's workspace in its story: the workspace it opened, each `code.*` tool's
-result (the tests before and after the change, the edits and the diff they left) and the
-draft pull request it opened, with its link.
+result (the tests before and after the change, the edits and the diff they left, the hosts
+its commands were refused) and the draft pull request it opened, with its link.
 
 These run as activities of their own (`openloop.loop.acquire_workspace`,
 `openloop.code.run_tool` on the worker holding the workspace, `openloop.github.open_pull_request`),
@@ -24,7 +24,9 @@ from workflows.code_types import (
     PullRequestInput,
     PullRequestResult,
 )
+from workflows.egress_blocked import BlockedTally, command_blocked_lines
 from workflows.loop_types import AcquireRequest, LoopActivity, WorkspaceHandle
+from workflows.setup_types import setup_line
 
 CODE_ACTIVITIES = (CodeActivity.RUN_TOOL, CodeActivity.OPEN_PULL_REQUEST, LoopActivity.ACQUIRE_WORKSPACE)
 _PREVIEW = 100
@@ -35,6 +37,7 @@ class CodeSteps:
 
     def __init__(self) -> None:
         self.changed = False  # the workspace has held a change: later tests are "after"
+        self.blocked = BlockedTally()  # what the network allowlist refused, as the task summed it
 
     def entry(
         self, attrs: ActivityTaskScheduledEventAttributes, result: Payloads, at: datetime, step: int | None
@@ -62,6 +65,8 @@ class CodeSteps:
             base = f" at {request.repo.base}" if request.repo.github else ""
             did = "rebuilt the workspace of" if request.diff_sha else "code.open_workspace: ok: opened"
             what = f"{did} {repo}{base} (commit {handle.base_commit[:12]}) on {handle.worker}"
+            if handle.setup is not None:  # `sandbox.setup`: ran, reused from the cache, or failed
+                what += f"; {setup_line(handle.setup)}"
             return Entry(at, EntryKind.TOOL, what, step=step)
         return None
 
@@ -79,6 +84,10 @@ class CodeSteps:
             said = f"ok: {_preview(result.output)}"
             if out.diff is not None:
                 said += f"; the workspace's diff: {code_text.describe_diff(out.diff)}"
+        if out.egress is not None:  # a command run with a network allowlist
+            self.blocked = self.blocked.add(out.egress, inp.call.step)
+            refused = command_blocked_lines(out.egress.command, out.egress.report)
+            said += "".join(f"; {line}" for line in refused)
         if out.diff is not None and out.diff.files_changed:
             self.changed = True
         return Entry(at, EntryKind.TOOL, f"{tool}: {said}", step=inp.call.step)

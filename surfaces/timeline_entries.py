@@ -53,6 +53,7 @@ class Story:
     closed: str | None = None  # how the run ended when it did not return a result
     entries: list[Entry] = field(default_factory=list)
     children: list[ChildRun] = field(default_factory=list)  # subagents and teammates it started
+    blocked: list[str] = field(default_factory=list)  # what the network allowlist refused its commands
 
     @property
     def cost_usd(self) -> float:

@@ -149,6 +149,7 @@ WORKSPACE_ACQUIRE_RETRY = RetryPolicy(
         ErrorType.WORKSPACE_ERROR.value,
         ErrorType.SANDBOX_UNAVAILABLE.value,
         ErrorType.WORKSPACE_LOST.value,
+        ErrorType.SETUP_FAILED.value,
     ],
 )
 # On the queue of the worker holding a workspace: a second attempt on a dead worker's queue

@@ -78,6 +78,8 @@ def pull_request_body(
     summary: str, state: WorkspaceState, diff: DiffSnapshot, task_id: str, where: str, cost_usd: float
 ) -> str:
     configured = bool(state.setup.verify)
+    # Like a firewall's note on a pull request: the hosts its commands could not reach.
+    blocked = [f"  - {line}" for line in state.blocked.lines()] if state.blocked is not None else []
     return "\n".join(
         [
             summary.strip() or "A fix proposed by an OpenLoop coding task.",
@@ -86,6 +88,7 @@ def pull_request_body(
             f"- Tests before: {describe_tests(state.tests_before, configured)}",
             f"- Tests after: {describe_tests(state.tests_after, configured, state.tests_before)}",
             f"- Diff: {describe_diff(diff)} (sha256 `{diff.sha256[:16]}`)",
+            *(["- The sandbox's network allowlist refused:", *blocked] if blocked else []),
             f"- Started from: {where}",
             f"- Made by OpenLoop task `{task_id}`; model cost so far ${cost_usd:.4f}.",
         ]

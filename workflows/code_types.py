@@ -10,6 +10,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from workflows.egress_blocked import BlockedTally, CommandEgress
 from workflows.loop_types import DiffSnapshot, Limits, RepoSource, Sandbox, WorkspaceHandle
 from workflows.tool_call_types import ApprovalRecord, ToolCallInput, ToolCallResult
 
@@ -60,6 +61,7 @@ class CodeToolResult(_Frozen):
     result: ToolCallResult
     diff: DiffSnapshot | None = None  # the workspace's diff after a tool that may change files
     tests: TestRun | None = None  # what code.run_tests found
+    egress: CommandEgress | None = None  # code.run / run_tests with a network allowlist: what it saw
 
 
 class PullRequestInput(_Frozen):
@@ -99,3 +101,4 @@ class WorkspaceState(_Frozen):
     tests_before: TestRun | None = None
     tests_after: TestRun | None = None  # the latest run
     pull_requests: list[str] = []  # links of the draft pull requests opened
+    blocked: BlockedTally | None = None  # what the network allowlist refused its commands

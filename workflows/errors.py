@@ -47,3 +47,4 @@ class ErrorType(StrEnum):
     WORKSPACE_LOST = "WorkspaceLost"  # this worker no longer holds the workspace: re-acquire it
     WORKSPACE_ERROR = "WorkspaceError"  # the repository cannot be cloned or rebuilt: not retried
     SANDBOX_UNAVAILABLE = "SandboxUnavailable"  # bubblewrap cannot run here: not retried
+    SETUP_FAILED = "SetupFailed"  # `sandbox.setup` failed: its output says why; not retried

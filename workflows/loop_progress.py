@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workflows.egress_report import egress_lines
+from workflows.egress_blocked import command_blocked_lines
 from workflows.loop_types import (
     Baseline,
     CommandResult,
@@ -75,9 +75,9 @@ def _unnamed(results: list[CommandResult]) -> str:
 
 
 def _blocked(results: list[CommandResult]) -> str:
-    """What the sandbox's egress allowlist refused this round, by step ("" when nothing): a
-    command that failed for want of a host says so where the round is read."""
-    lines = [f"{r.step.value} {line}" for r in results for line in egress_lines(r.egress, allowed=False)]
+    """What the sandbox's egress allowlist refused this round, by step and command ("" when
+    nothing): a command that failed for want of a host says so where the round is read."""
+    lines = [f"{r.step.value} {line}" for r in results for line in command_blocked_lines(r.command, r.egress)]
     return "; ".join(lines)
 
 

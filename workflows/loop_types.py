@@ -9,6 +9,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from workflows.egress_report import EgressReport
+from workflows.setup_types import SandboxSetup, SetupReport
 from workflows.task_basics import SurfaceContext
 
 LOOP_WORKFLOW_NAME = "openloop.RepairLoop"
@@ -108,6 +109,15 @@ class Limits(_Frozen):
     budget_usd: float | None = None  # what an agent fixer's tasks may cost in all (None: its own budget)
 
 
+class ExtraRepo(_Frozen):
+    """A repository cloned read-only into the workspace when it is acquired (`sandbox.repos`)."""
+
+    github: str | None = None  # owner/name, cloned with the worker's GitHub credentials
+    path: str | None = None  # or a local git checkout (absolute)
+    base: str | None = None  # the branch; None: the remote's default branch (a checkout's HEAD)
+    into: str  # its folder, relative to the workspace's root
+
+
 class Sandbox(_Frozen):
     provider: str = "bubblewrap"  # | "none": commands run unconfined, and every report says so
     # true: the worker's network; false: none; a list: only those hosts, through the worker's
@@ -115,6 +125,11 @@ class Sandbox(_Frozen):
     network: bool | list[str] = False
     env_from: list[str] = Field(default_factory=list)  # worker variables the commands may see
     read_only: list[str] = Field(default_factory=list)  # extra host paths the commands may read
+    # A dotenv file on the worker (absolute): its keys join the commands' variables, read at
+    # command time. Only the path travels; the values never enter history.
+    env_file: str | None = None
+    repos: list[ExtraRepo] = Field(default_factory=list)
+    setup: SandboxSetup | None = None  # run once when the workspace is taken (None: nothing)
 
 
 class LoopSpec(_Frozen):
@@ -160,6 +175,7 @@ class LoopView(_Frozen):
     reason: str = ""
     next_action: str = ""
     sandboxed: bool = True
+    setup: str = ""  # how the workspace's setup went (`workflows.setup_types.setup_line`)
 
 
 class WorkspaceHandle(_Frozen):
@@ -171,12 +187,17 @@ class WorkspaceHandle(_Frozen):
     path: str
     base_commit: str
     restored_diff: str | None = None  # the stored diff it was rebuilt from, if any
+    setup: SetupReport | None = None  # how `sandbox.setup` went (None: the sandbox has none)
 
 
 class AcquireRequest(_Frozen):
     loop_id: str
     repo: RepoSource
     diff_sha: str | None = None  # rebuild from this stored diff (a worker was lost)
+    repos: list[ExtraRepo] = Field(default_factory=list)  # cloned read-only beside the code
+    # The sandbox and limits `sandbox.setup` runs with (the defaults: no setup).
+    sandbox: Sandbox = Sandbox()
+    limits: Limits = Limits()
 
 
 class CommandRequest(_Frozen):

@@ -30,9 +30,12 @@ with workflow.unsafe.imports_passed_through():
         CommandResult,
         DiffRequest,
         DiffSnapshot,
+        ExtraRepo,
+        Limits,
         LoopActivity,
         LoopInput,
         RepoSource,
+        Sandbox,
         WorkerTimeouts,
         WorkspaceHandle,
     )
@@ -78,16 +81,30 @@ def _lost(err: ActivityError) -> bool:
 
 async def acquire(inp: LoopInput, last_diff: DiffSnapshot | None) -> WorkspaceHandle:
     """A workspace on whichever loop worker takes it: the base, plus the last stored diff."""
-    return await take(inp.loop_id, inp.spec.repo, last_diff, inp.loop_queue, inp.timeouts)
+    return await take(
+        inp.loop_id, inp.spec.repo, last_diff, inp.loop_queue, inp.timeouts, inp.spec.sandbox.repos,
+        inp.spec.sandbox, inp.spec.limits,
+    )  # fmt: skip
 
 
 async def take(
-    owner_id: str, repo: RepoSource, last_diff: DiffSnapshot | None, queue: str, timeouts: WorkerTimeouts
+    owner_id: str,
+    repo: RepoSource,
+    last_diff: DiffSnapshot | None,
+    queue: str,
+    timeouts: WorkerTimeouts,
+    repos: list[ExtraRepo] | None = None,
+    sandbox: Sandbox | None = None,
+    limits: Limits | None = None,
 ) -> WorkspaceHandle:
-    """A workspace for a loop or a coding task (`owner_id`), taken on the shared loop queue."""
+    """A workspace for a loop or a coding task (`owner_id`), taken on the shared loop queue,
+    with the sandbox's `repos` cloned read-only into it and its `setup` run (or restored)."""
+    diff_sha = last_diff.sha256 if last_diff else None
+    # Only a sandbox with a setup travels: the request of one without stays as it was.
+    setup = {"sandbox": sandbox, "limits": limits or Limits()} if sandbox and sandbox.setup else {}
     return await workflow.execute_activity(
         LoopActivity.ACQUIRE_WORKSPACE,
-        AcquireRequest(loop_id=owner_id, repo=repo, diff_sha=last_diff.sha256 if last_diff else None),
+        AcquireRequest(loop_id=owner_id, repo=repo, diff_sha=diff_sha, repos=repos or [], **setup),
         result_type=WorkspaceHandle,
         task_queue=queue,
         start_to_close_timeout=WORKSPACE_CLONE_TIMEOUT,

@@ -1,6 +1,6 @@
 """What a person approving a draft pull request is shown: the repository and base, the diff's
-stat, the tests before and after, the model and the cost so far, the start of the patch and
-the command that prints all of it.
+stat, the tests before and after, what the sandbox's network allowlist refused its commands,
+the model and the cost so far, the start of the patch and the command that prints all of it.
 
 The task puts these in the approval request's arguments (`TaskWorkspace.proposal`); this
 module reads them back, so the Slack card, the GitHub comment and the CLI say the same
@@ -18,6 +18,15 @@ from workflows.message_types import ApprovalRequest
 # longer start of the patch reads no better anywhere else.
 PREVIEW_LIMIT = 2500
 BODY_LIMIT = 600
+BLOCKED_LIMIT = 10  # lines; the task already caps what it sends (`workflows.egress_blocked`)
+BLOCKED_CHARS = 300  # per line
+
+
+def _lines(value: object) -> tuple[str, ...]:
+    """The blocked lines the task sent; anything else (an older or hand-made request) is none."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(line[:BLOCKED_CHARS] for line in value if isinstance(line, str))
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,7 @@ class PullRequestCard:
     tests_after: str
     cost_usd: float | None
     model: str
+    blocked: tuple[str, ...] = ()  # what the sandbox's network allowlist refused its commands
 
     @classmethod
     def of(cls, request: ApprovalRequest) -> PullRequestCard | None:
@@ -61,7 +71,15 @@ class PullRequestCard:
             tests_after=text("tests_after") or "not run",
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             model=request.model,
+            blocked=_lines(args.get("blocked")),
         )
+
+    def shown_blocked(self, limit: int = BLOCKED_LIMIT) -> list[str]:
+        """`blocked: evil.example:443 from `pytest` ×3 (not in the allowlist)`, at most `limit`."""
+        shown = list(self.blocked[:limit])
+        if len(self.blocked) > limit:
+            shown.append(f"… and {len(self.blocked) - limit} more lines")
+        return shown
 
     @property
     def cost(self) -> str:

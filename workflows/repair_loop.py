@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         WorkspaceHandle,
     )
     from workflows.message_types import PostReplyInput
+    from workflows.setup_types import setup_line
     from workflows.task_basics import ActivityName, SurfaceContext, TaskStatus
 
 _STORE = STORE_OPTIONS
@@ -58,6 +59,7 @@ class RepairLoopWorkflow:
         self._durations: dict[Step, float] = {}  # each step's last run, for the ETA
         self._fixer: AgentFixer | None = None  # `fix: {agent: NAME}`
         self._failing: list[str] = []  # the last round's failing tests, for an agent fixer
+        self._setup = ""  # how the workspace's setup went, for the next round's note
 
     @workflow.query(name="progress")
     def progress(self) -> LoopView | None:
@@ -171,9 +173,9 @@ class RepairLoopWorkflow:
                 fixed_tests=judgement.fixed, broken_tests=judgement.broken, gone_tests=judgement.gone,
                 metric=judgement.metric,
                 verdict=judgement.verdict, diff=diff, worker=workspace.worker,
-                note="; ".join(filter(None, [interrupted, judgement.note])),
+                note="; ".join(filter(None, [interrupted, self._setup, judgement.note])),
             )  # fmt: skip
-            interrupted = ""
+            interrupted = self._setup = ""
             await workflow.execute_activity(
                 LoopActivity.RECORD_ROUND, report, summary=f"round {round_}: {judgement.verdict}", **_STORE
             )
@@ -235,7 +237,9 @@ class RepairLoopWorkflow:
         return result
 
     async def _acquire(self, inp: LoopInput) -> WorkspaceHandle:
-        self._show(step=None, worker="")
+        # While the workspace is taken, its setup runs (or is restored) on the worker too.
+        self._show(step=None, worker="", setup="setup: running" if inp.spec.sandbox.setup else "")
         workspace = await loop_workspace.acquire(inp, self._diff)
-        self._show(worker=workspace.worker)
+        self._setup = setup_line(workspace.setup) if workspace.setup else ""
+        self._show(worker=workspace.worker, setup=self._setup)
         return workspace

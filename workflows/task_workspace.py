@@ -28,7 +28,9 @@ with workflow.unsafe.imports_passed_through():
         PullRequestResult,
         WorkspaceState,
     )
+    from workflows.egress_blocked import BlockedTally
     from workflows.loop_types import RepoSource, WorkerTimeouts
+    from workflows.setup_types import setup_line
     from workflows.types import MemoryScopeRef, TaskInput, TaskStatus, ToolCallInput, ToolCallResult
 
 from workflows import loop_workspace
@@ -69,13 +71,15 @@ class TaskWorkspace:
         setup = self.inp.agent.spec.coding.setup(repo)
         try:
             handle = await loop_workspace.take(
-                self.inp.task_id, repo, None, self.inp.loop_queue, self.timeouts
-            )
+                self.inp.task_id, repo, None, self.inp.loop_queue, self.timeouts, setup.sandbox.repos,
+                setup.sandbox, setup.limits,
+            )  # fmt: skip
         except ActivityError as err:
             return _failed(f"could not open a workspace of {repo.github} at {repo.base}: {why(err)}")
         self.state = WorkspaceState(handle=handle, setup=setup)
         self.inp.task_kind = CODE_TASK_KIND  # from here on, the coding model answers
-        self.record.decide(f"opened a workspace of {repo.github} at {repo.base} on {handle.worker}")
+        prepared = f"; {setup_line(handle.setup)}" if handle.setup else ""
+        self.record.decide(f"opened a workspace of {repo.github} at {repo.base} on {handle.worker}{prepared}")
         if setup.verify:
             await self._own_call("code.run_tests")
         tests = code_text.describe_tests(self.state.tests_after, bool(setup.verify))
@@ -84,9 +88,9 @@ class TaskWorkspace:
             ok=True,
             output=(
                 f"Workspace open: {repo.github} at {repo.base} (commit {handle.base_commit[:12]}), "
-                f"{code_text.describe_sandbox(setup.sandbox)}. Tests before any change: {tests}. Paths are "
-                "relative to the repository root. When the tests pass, propose the change with "
-                "github.create_pull_request."
+                f"{code_text.describe_sandbox(setup.sandbox)}{prepared}. Tests before any change: {tests}. "
+                "Paths are relative to the repository root. When the tests pass, propose the change "
+                "with github.create_pull_request."
             ),
         )
 
@@ -139,6 +143,8 @@ class TaskWorkspace:
         if done.tests is not None:
             ran_on = done.diff.sha256 if done.diff is not None else done.tests.diff_sha256
             changes["tests_after"] = done.tests.model_copy(update={"diff_sha256": ran_on})
+        if done.egress is not None and (done.egress.report.blocked or done.egress.report.dropped):
+            changes["blocked"] = (state.blocked or BlockedTally()).add(done.egress, call.step)
         self.state = state.model_copy(update=changes)
         if cut:
             told = dataclasses.replace(done.result, output="\n".join([*cut, done.result.output]))
@@ -154,9 +160,11 @@ class TaskWorkspace:
         self.rebuilds += 1
         if self.rebuilds > _MAX_REBUILDS:
             raise TaskStop(TaskStatus.ERROR, f"lost the workspace {self.rebuilds} times; last: {lost}")
+        setup, diff = self.state.setup, self.state.diff
         handle = await loop_workspace.take(
-            self.inp.task_id, self.state.setup.repo, self.state.diff, self.inp.loop_queue, self.timeouts
-        )
+            self.inp.task_id, setup.repo, diff, self.inp.loop_queue, self.timeouts, setup.sandbox.repos,
+            setup.sandbox, setup.limits,
+        )  # fmt: skip
         self.record.decide(f"the workspace's worker was lost ({lost}); rebuilt it on {handle.worker}")
         self.state = self.state.model_copy(update={"handle": handle})
 
@@ -199,6 +207,8 @@ class TaskWorkspace:
             "tests_before": code_text.describe_tests(state.tests_before, configured),
             "tests_after": code_text.describe_tests(state.tests_after, configured, state.tests_before),
             "cost_so_far_usd": round(cost_usd, 4),
+            # Only when something was: the arguments of a task that met no allowlist stay as they were.
+            **({"blocked": state.blocked.lines()} if state.blocked is not None else {}),
         }
 
     async def still_current(self, diff_sha256: str) -> bool:

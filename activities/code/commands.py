@@ -28,6 +28,7 @@ from activities.loops.workspace import git_dir
 from activities.runtime import Runtime
 from activities.store import loops as loop_rows
 from activities.tool_errors import ToolError
+from workflows.egress_blocked import CommandEgress, live_blocked, short_command
 from workflows.egress_report import egress_lines
 from workflows.errors import ErrorType
 from workflows.loop_template import step_environment
@@ -78,6 +79,7 @@ async def run_command(
                     "elapsed_s": round(progress.elapsed_s, 1),
                     "output_bytes": progress.output_bytes,
                     "bytes_per_s": round(progress.bytes_per_s),
+                    "blocked": live_blocked(progress.egress),
                 }
             )
 
@@ -94,6 +96,8 @@ async def run_command(
         ended = await run_sandboxed(run, beat)
     except SandboxUnavailable as exc:
         raise ApplicationError(str(exc), type=ErrorType.SANDBOX_UNAVAILABLE, non_retryable=True) from None
+    if ended.egress is not None:  # the task sums what was blocked, for the approval card
+        workspace.egress = CommandEgress(command=short_command(command), report=ended.egress)
     output = await asyncio.to_thread(_read_log, log_path)
     # One row per call and attempt: a step may run several commands, a retry keeps both.
     attempt = f"{call.call_id}/{activity.info().attempt if in_activity else 1}"

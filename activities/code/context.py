@@ -16,6 +16,7 @@ from pathlib import Path
 
 from activities.tool_errors import ToolError, ToolErrorKind
 from workflows.code_types import CodeSetup, TestRun
+from workflows.egress_blocked import CommandEgress
 from workflows.loop_types import WorkspaceHandle
 
 
@@ -27,6 +28,8 @@ class CodeWorkspace:
     task_id: str
     # Filled by code.run_tests, for the activity to return in CodeToolResult.tests.
     tests: TestRun | None = None
+    # Filled by a command run with a network allowlist, for CodeToolResult.egress.
+    egress: CommandEgress | None = None
 
 
 _CURRENT: ContextVar[CodeWorkspace | None] = ContextVar("openloop_code_workspace", default=None)

@@ -197,6 +197,14 @@ def _writable(root: Path, given: str) -> Path:
             ToolErrorKind.PERMISSION,
             f"{given!r} is a symbolic link; write the file it points to by its own path",
         )
+    # A folder with a repository of its own (one of `sandbox.repos`) is never in the diff.
+    for folder in list(path.relative_to(root).parents)[:-1]:
+        if (root / folder / ".git").exists():
+            raise ToolError(
+                ToolErrorKind.PERMISSION,
+                f"{given!r} is inside {folder.as_posix()}, a repository of its own (read-only): "
+                "a change there would never reach the diff",
+            )
     return path
 
 

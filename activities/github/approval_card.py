@@ -3,8 +3,9 @@ decided. Pure functions.
 
 Any tool's request shows its exact arguments as JSON. A draft pull request
 (`github.create_pull_request`) shows what a reviewer decides on instead: the title and body,
-the repository and base, the diff's stat, the tests before and after, model and cost so
-far, the start of the patch and the command that prints all of it.
+the repository and base, the diff's stat, the tests before and after, what the sandbox's
+network allowlist refused, model and cost so far, the start of the patch and the command that
+prints all of it.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ def _fence(text: str) -> str:
 
 
 def _facts(card: PullRequestCard) -> str:
+    blocked = "".join(f"  - {line}\n" for line in card.shown_blocked())
     return (
         f"- Repository: `{card.repo}` → `{card.base}`\n"
         f"- Diff: {card.diff} (`{card.short_sha}`)\n"
         f"- Tests before: {card.tests_before}\n"
         f"- Tests after: {card.tests_after}\n"
-        f"- Model: `{card.model}` · cost so far: {card.cost}"
+        + (f"- The sandbox's network allowlist refused:\n{blocked}" if blocked else "")
+        + f"- Model: `{card.model}` · cost so far: {card.cost}"
     )
 
 

@@ -22,7 +22,15 @@ from pathlib import Path
 from activities.loops.egress.session import EgressMount
 from workflows.loop_types import Limits, Sandbox
 
-__all__ = ["bwrap_argv", "command_env", "hand_over", "sandbox_uid", "tmpfs_used_bytes"]
+__all__ = [
+    "bwrap_argv",
+    "command_env",
+    "env_args_fd",
+    "hand_over",
+    "repos_moved",
+    "sandbox_uid",
+    "tmpfs_used_bytes",
+]
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -62,6 +70,28 @@ def command_env(env: Mapping[str, str]) -> dict[str, str]:
     return {"PATH": f"{python_bin}:{SYSTEM_PATH}", "HOME": "/tmp", "LANG": "C.UTF-8", **env}
 
 
+def _sandbox_env(env: Mapping[str, str], egress: EgressMount | None) -> dict[str, str]:
+    return command_env(env) | (egress.env if egress else {})
+
+
+def env_args_fd(env: Mapping[str, str], egress: EgressMount | None = None) -> int:
+    """A file descriptor holding the command's variables as bwrap arguments (`--args FD`):
+    a process's command line is readable by every user of the host, its open files are not,
+    so values from `env_from` and `env_file` never appear in a process listing. The caller
+    passes it to bwrap and closes it."""
+    words = [word for name, value in _sandbox_env(env, egress).items() for word in ("--setenv", name, value)]
+    fd = os.memfd_create("openloop-sandbox-env")
+    try:
+        left = memoryview(b"".join(word.encode() + b"\0" for word in words))
+        while left:
+            left = left[os.write(fd, left) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _parents(paths: list[Path]) -> list[Path]:
     """Folders above the bind points, outermost first, so they can be made traversable."""
     above = {parent for path in paths for parent in path.parents if parent != Path("/")}
@@ -78,9 +108,12 @@ def bwrap_argv(
     sandbox: Sandbox,
     git_dir: Path | None = None,
     egress: EgressMount | None = None,
+    env_fd: int | None = None,
 ) -> list[str]:
     """With `egress` (an allowlist), the command keeps an empty network namespace and reaches
-    the worker's proxies through the mount's sockets; `network: true` alone shares the worker's."""
+    the worker's proxies through the mount's sockets; `network: true` alone shares the worker's.
+    With `env_fd` (from `env_args_fd`), the variables are read from it, not the command line.
+    Each of `sandbox.repos` is bound read-only over its own folder in the writable workspace."""
     root = as_root()
     shared = sandbox.network is True and egress is None
     argv = ["bwrap", "--die-with-parent", "--new-session"]
@@ -112,6 +145,7 @@ def bwrap_argv(
     binds = [("--ro-bind", path, path) for path in sorted(read_only)] + [("--bind", workspace, workspace)]
     if git_dir is not None and git_dir.is_dir():
         binds.append(("--ro-bind", git_dir, workspace / ".git"))
+    binds += [("--ro-bind", workspace / repo.into, workspace / repo.into) for repo in sandbox.repos]
     # Parents before children: a read-only path inside the workspace stays read-only, and a
     # workspace under a read-only path stays writable.
     for flag, source, target in sorted(binds, key=lambda bind: len(bind[2].parts)):
@@ -128,13 +162,29 @@ def bwrap_argv(
             target_path,
         ]
     argv.append("--clearenv")
-    for name, value in (command_env(env) | (egress.env if egress else {})).items():
-        argv += ["--setenv", name, value]
+    if env_fd is not None:
+        argv += ["--args", str(env_fd)]
+    else:
+        for name, value in _sandbox_env(env, egress).items():
+            argv += ["--setenv", name, value]
     argv += ["--chdir", str(workspace)]
     if root:
         uid = str(sandbox_uid(workspace))
         argv += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--"]
     return argv + (egress.prefix if egress else []) + ["/bin/sh", "-c", command]
+
+
+def repos_moved(workspace: Path, sandbox: Sandbox) -> str | None:
+    """None when each of `sandbox.repos` is still a plain folder where it was cloned. A command
+    could swap one for a link, and bwrap would then bind whatever host path it points to."""
+    for repo in sandbox.repos:
+        target = workspace / repo.into
+        if not target.is_dir() or Path(os.path.realpath(target)) != workspace.resolve() / repo.into:
+            return (
+                f"sandbox.repos: {repo.into} is no longer the folder cloned when the workspace was "
+                "acquired (a command moved or replaced it); start again on a fresh workspace"
+            )
+    return None
 
 
 def tmpfs_used_bytes(pid: int) -> int:

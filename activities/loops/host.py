@@ -31,6 +31,12 @@ class LoopHost:
     def log(self, loop_id: str, round_: int, step: str) -> Path:
         return self.loop_dir(loop_id) / "logs" / f"round-{round_}-{step}.log"
 
+    @property
+    def setup_cache(self) -> Path:
+        """What `sandbox.setup` left behind, per key (`activities.loops.setup_cache`): beside the
+        workspaces, on their filesystem, so a restore can share blocks; no loop id starts with a dot."""
+        return self.workspaces / ".setup-cache"
+
 
 _host: LoopHost | None = None
 

@@ -18,12 +18,14 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.github.client import installation_token
-from activities.loops import workspace
+from activities.loops import extra_repos, workspace
 from activities.loops.host import held_workspace, loop_host
 from activities.loops.output_reading import failing_tests, last_error, metric, ran_count
 from activities.loops.sandbox import Progress, SandboxRun, SandboxUnavailable, run_sandboxed
+from activities.loops.setup_run import SetupFailed, SetupPlace, prepare, repo_identity
 from activities.runtime import runtime
 from activities.store import loops as loop_rows
+from workflows.egress_blocked import live_blocked
 from workflows.errors import ErrorType
 from workflows.loop_template import render_command, step_environment
 from workflows.loop_types import (
@@ -40,6 +42,7 @@ from workflows.loop_types import (
     RoundReport,
     WorkspaceHandle,
 )
+from workflows.setup_types import SetupReport
 
 _TAIL_CHARS = 4000
 _ACQUIRE_BEAT_SECONDS = 1.0
@@ -94,8 +97,15 @@ async def acquire_workspace(req: AcquireRequest) -> WorkspaceHandle:
             if patch is None:
                 raise workspace.WorkspaceError(f"the stored diff {req.diff_sha[:12]} is missing")
             await workspace.apply(path, patch)
+        await extra_repos.add_repos(path, req.repos, runtime().settings)
+        setup = await _setup(req, path) if req.sandbox.setup else None
     except workspace.WorkspaceError as exc:
         raise ApplicationError(str(exc), type=ErrorType.WORKSPACE_ERROR, non_retryable=True) from None
+    except SandboxUnavailable as exc:
+        raise ApplicationError(str(exc), type=ErrorType.SANDBOX_UNAVAILABLE, non_retryable=True) from None
+    except SetupFailed as exc:  # the commands would run without the project's dependencies
+        message = f"{exc}; its output: openloop loops logs {req.loop_id} --step setup"
+        raise ApplicationError(message, exc.report, type=ErrorType.SETUP_FAILED, non_retryable=True) from None
     finally:
         beating.cancel()
     return WorkspaceHandle(
@@ -105,7 +115,25 @@ async def acquire_workspace(req: AcquireRequest) -> WorkspaceHandle:
         path=str(path),
         base_commit=base,
         restored_diff=req.diff_sha,
+        setup=setup,
     )
+
+
+async def _setup(req: AcquireRequest, path: Path) -> SetupReport:
+    """`sandbox.setup` in the new workspace (`activities.loops.setup_run`), its output stored as round 0's."""
+    host, settings, pool, info = loop_host(), runtime().settings, await runtime().pool(), activity.info()
+    env = {name: os.environ[name] for name in req.sandbox.env_from if name in os.environ}
+    env |= step_environment(str(path), str(path), 0, "setup")
+    place = SetupPlace(
+        path, repo_identity(req.repo), req.sandbox, req.limits, env, host.log(req.loop_id, 0, "setup"),
+        host.setup_cache, max(0, settings.setup_cache_mb) << 20,
+    )  # fmt: skip
+    attempt = f"{info.workflow_run_id}/{info.activity_id}/{info.attempt}"
+
+    async def store(output: bytes, truncated: bool) -> int:
+        return await loop_rows.save_output(pool, req.loop_id, 0, "setup", attempt, output, truncated)
+
+    return await prepare(place, store)
 
 
 def _reader(root: Path) -> Callable[[str], str | None]:
@@ -164,6 +192,7 @@ async def run_command(req: CommandRequest) -> CommandResult:
                 "output_bytes": progress.output_bytes,
                 "bytes_per_s": round(progress.bytes_per_s),
                 "eta_s": None if eta is None else round(eta, 1),
+                "blocked": live_blocked(progress.egress),  # by its network allowlist, so far
             }
         )
 

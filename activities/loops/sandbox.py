@@ -2,22 +2,23 @@
 
 The command sees its workspace (read-write, also its working directory), its repository
 read-only at `.git`, the system directories and the worker's Python (read-only), a private
-/tmp, and only the variables it is given; no network unless the loop asks for it (all of it,
-or an allowlist's hosts through per-command proxies: `activities.loops.egress`). Memory and
-process limits are the kernel's (see `activities.loops.bwrap`); a watcher also sums the
-tree's memory with its in-memory files. A command that cannot be sandboxed is never run
-unconfined: `run_sandboxed` raises `SandboxUnavailable`. Provider "none" runs it directly
-with the same limits and scrubbed environment, and the outcome says so (`sandboxed=False`).
-Temporal and the loop's meaning of each step stay out of this module."""
+/tmp, and only the variables it is given and those of the sandbox's `env_file` (read as it
+starts, handed to bwrap through a file descriptor, never its command line, and masked in what
+is kept of the output: `activities.loops.env_file`); no network unless the loop asks for it
+(all of it, or an allowlist's hosts through per-command proxies: `activities.loops.egress`).
+Memory and process limits are the kernel's (see `activities.loops.bwrap`); a watcher also
+sums the tree's memory with its in-memory files. A command that cannot be sandboxed is never
+run unconfined: `run_sandboxed` raises `SandboxUnavailable` (`sandbox_probe` tells whether
+this worker can make one). Provider "none" runs it directly with the same limits and
+scrubbed environment, and the outcome says so (`sandboxed=False`). Temporal and the loop's
+meaning of each step stay out of this module."""
 
 from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -31,12 +32,17 @@ from activities.loops.bwrap import (
     as_root,
     bwrap_argv,
     command_env,
+    env_args_fd,
     hand_over,
+    repos_moved,
     sandbox_uid,
     tmpfs_used_bytes,
 )
 from activities.loops.egress.session import EgressMount, EgressSession
+from activities.loops.env_file import EnvFileError, load_env, masked_run
 from activities.loops.run_record import OutputLog, RunOutcome, judge_exit, judge_fork_refusal
+from activities.loops.sandbox_probe import SandboxUnavailable, prlimit_argv, sandbox_problem
+from workflows.egress_report import EgressReport
 from workflows.loop_types import Limits, Outcome, Sandbox
 
 __all__ = ["Progress", "RunOutcome", "SandboxRun", "SandboxUnavailable", "run_sandboxed", "sandbox_problem"]
@@ -44,15 +50,6 @@ __all__ = ["Progress", "RunOutcome", "SandboxRun", "SandboxUnavailable", "run_sa
 WATCH_INTERVAL_S = 0.2  # how often memory, process count and both clocks are checked
 KILL_GRACE_S = 2.0  # between SIGTERM and SIGKILL: time for a test runner to clean up
 DRAIN_TIMEOUT_S = 1.0  # output still arriving after the command ended
-PROBE_TIMEOUT_S = 10.0
-KUBERNETES_HINT = (
-    "on Kubernetes the pod needs user namespaces and an unmasked /proc (seccomp and AppArmor "
-    "'Unconfined' and procMount 'Unmasked', or a privileged container); see deploy/README.md"
-)
-
-
-class SandboxUnavailable(RuntimeError):
-    """The loop asked for bubblewrap and this worker cannot make the sandbox."""
 
 
 @dataclass(frozen=True)
@@ -72,35 +69,7 @@ class Progress:
     elapsed_s: float
     output_bytes: int
     bytes_per_s: float  # since the previous report
-
-
-_WORKING: set[str] = set()  # bwrap binaries whose probe made a sandbox
-
-
-def sandbox_problem() -> str | None:
-    """None when bubblewrap can make a sandbox here, else what a person should do about it."""
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return "bubblewrap is not installed: apt-get install bubblewrap"
-    if shutil.which("prlimit") is None or (as_root() and shutil.which("setpriv") is None):
-        return "prlimit or setpriv is not installed: apt-get install util-linux"
-    if bwrap in _WORKING:
-        return None  # probed already: a sandbox that worked once keeps working
-    with tempfile.TemporaryDirectory() as workspace:
-        if as_root():
-            hand_over(Path(workspace), sandbox_uid(Path(workspace)))
-        argv = _limited(Limits()) + bwrap_argv("true", Path(workspace), {}, Limits(), Sandbox())
-        try:
-            probe = subprocess.run(
-                argv, capture_output=True, timeout=PROBE_TIMEOUT_S, env={"PATH": SYSTEM_PATH}, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as error:
-            return f"bwrap cannot create a sandbox here: {error}; {KUBERNETES_HINT}"
-    if probe.returncode != 0:
-        stderr = probe.stderr.decode(errors="replace").strip()
-        return f"bwrap cannot create namespaces here: {stderr}; {KUBERNETES_HINT}"
-    _WORKING.add(bwrap)
-    return None
+    egress: EgressReport | None = None  # with a network allowlist: what its proxies saw so far
 
 
 async def run_sandboxed(
@@ -117,7 +86,14 @@ async def run_sandboxed(
     if sandboxed and isinstance(run.sandbox.network, list):
         # Its proxies live as long as the command; what they saw is part of how it ended.
         async with EgressSession(run.sandbox.network) as egress:
-            ended = await _start(run, started, sandboxed, on_progress, progress_every_s, egress.mount())
+            tell = on_progress
+
+            def seen(progress: Progress) -> None:  # a running command's status shows what was blocked
+                if tell is not None:
+                    tell(replace(progress, egress=egress.report()))
+
+            watch = seen if on_progress is not None else None
+            ended = await _start(run, started, sandboxed, watch, progress_every_s, egress.mount())
         return replace(ended, egress=egress.report())
     return await _start(run, started, sandboxed, on_progress, progress_every_s)
 
@@ -135,18 +111,28 @@ async def _start(
     missing = [path for path in needed if not path.exists()]
     if missing:
         return _not_started(f"could not start: {missing[0]} does not exist", started, sandboxed)
+    try:
+        env_file = await asyncio.to_thread(load_env, run.sandbox)  # read now: it may have changed
+    except EnvFileError as error:
+        return _not_started(f"could not start: {error}", started, sandboxed)
+    if sandboxed and (moved := repos_moved(workspace, run.sandbox)):
+        return _not_started(f"could not start: {moved}", started, sandboxed)
+    variables = env_file.values | dict(run.env)  # the worker's listed variables and the step's win
+    fds: tuple[int, ...] = ()
     if sandboxed:
-        argv = bwrap_argv(run.command, workspace, run.env, run.limits, run.sandbox, run.git_dir, egress)
         env = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}  # bwrap clears it again for the command
         if as_root():
             await asyncio.to_thread(hand_over, workspace, sandbox_uid(workspace))
+        fds = (env_args_fd(variables, egress),)
+        limits, sandbox = run.limits, run.sandbox
+        argv = bwrap_argv(run.command, workspace, variables, limits, sandbox, run.git_dir, egress, fds[0])
     else:
-        argv, env = ["/bin/sh", "-c", run.command], command_env(run.env)
+        argv, env = ["/bin/sh", "-c", run.command], command_env(variables)
     supervision = _Supervision(OutputLog(run.log_path, run.limits.output_kb), run.limits, sandboxed)
     try:
         await asyncio.get_running_loop().subprocess_exec(
             lambda: supervision,
-            *_limited(run.limits),
+            *prlimit_argv(run.limits),
             *argv,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -154,16 +140,16 @@ async def _start(
             cwd=workspace,
             env=env,
             start_new_session=True,
+            pass_fds=fds,
         )
     except OSError as error:
         supervision.log.close()
         return _not_started(f"could not start: {error}", started, sandboxed)
-    return await supervision.run(on_progress, progress_every_s)
-
-
-def _limited(limits: Limits) -> list[str]:
-    nproc, fsize = limits.max_processes, limits.max_file_mb << 20
-    return ["prlimit", f"--nproc={nproc}", f"--fsize={fsize}", "--core=0", "--"]
+    finally:
+        for fd in fds:
+            os.close(fd)
+    ended = await supervision.run(on_progress, progress_every_s)
+    return await asyncio.to_thread(masked_run, ended, run.log_path, env_file.secrets())
 
 
 def _not_started(reason: str, started: float, sandboxed: bool) -> RunOutcome:

@@ -1,6 +1,7 @@
 """The Slack card of a draft pull request waiting for approval: what a reviewer needs to
 decide, instead of the request's raw arguments. The title and body, the repository and base,
-the diff's stat, the tests before and after, model and cost so far, the start of the patch
+the diff's stat, the tests before and after, model and cost so far, what the sandbox's network
+allowlist refused its commands (only when it refused something), the start of the patch
 (preformatted, so nothing in it is read as mrkdwn) and how to see all of it: a "Show diff"
 button that posts the stored diff as a snippet in the thread, and the CLI command.
 
@@ -57,6 +58,10 @@ def summary_blocks(task_id: str, agent_name: str, card: PullRequestCard) -> list
             ]
         ),
     ]
+    if blocked := card.shown_blocked():
+        listed = "\n".join(f"• {escape(line)}" for line in blocked)
+        said = f"*The sandbox's network allowlist refused*\n{listed}"
+        blocks.append(SectionBlock(text=MarkdownTextObject(text=said[:2900])))
     preview = card.shown_preview()
     if preview:
         blocks.append(

@@ -142,7 +142,7 @@ async def run_code_tool(inp: CodeToolInput) -> CodeToolResult:
         tests = tests.model_copy(update={"diff_sha256": snapshot.sha256})
     async with pool.connection() as conn:
         bounded = await bound_and_audit(conn, inp.call, result)
-    return CodeToolResult(result=bounded, diff=snapshot, tests=tests)
+    return CodeToolResult(result=bounded, diff=snapshot, tests=tests, egress=current.egress)
 
 
 CODE_WORKSPACE_ACTIVITIES = (run_code_tool,)

@@ -51,6 +51,8 @@ def print_pull_request(out: Console, card: PullRequestCard) -> None:
     out.print(f"  repository: {escape(card.repo)} → {escape(card.base)}")
     out.print(f"  diff: {escape(card.diff)} (sha256 {escape(card.short_sha)})")
     out.print(f"  tests: {escape(card.tests_before)} → {escape(card.tests_after)}")
+    for line in card.shown_blocked():  # what the sandbox's network allowlist refused
+        out.print(f"  [yellow]{escape(line)}[/yellow]")
     out.print(f"  model: {escape(card.model)}; cost so far {card.cost}")
     preview = card.shown_preview()
     if preview:

@@ -36,6 +36,7 @@ from activities.playbooks.schedules import (
 from activities.store import playbooks as playbook_rows
 from activities.store.agents import StoredAgent, list_agents
 from config.settings import Settings
+from surfaces.cli.env_file_check import env_file_check
 from surfaces.client import connect
 from surfaces.hooks import sensor_secret_env
 from surfaces.sensors import load_sensors, playbooks_dir
@@ -169,6 +170,17 @@ def sandbox_check(settings: Settings, agents: list[StoredAgent]) -> Check:
     return Check("sandbox", problem is None, problem or "bubblewrap works here")
 
 
+def env_file_checks(agents: list[StoredAgent]) -> list[Check]:
+    """Each coding agent's `spec.coding.sandbox.env_file`, read here as its commands would."""
+    checks = []
+    for stored in agents:
+        sandbox = stored.config.spec.coding.sandbox
+        if sandbox.env_file is not None:
+            ok, detail = env_file_check(sandbox.env_file, sandbox.env_from)
+            checks.append(Check(f"env file of {stored.name}", ok, detail))
+    return checks
+
+
 async def run_checks(settings: Settings, root: Path) -> list[Check]:
     checks: list[Check] = []
     if not settings.database_url:
@@ -205,6 +217,7 @@ async def _with_pool(
         checks.append(Check("temporal", True, f"{settings.temporal_address} answers"))
         checks.append(await schedule_check(client, pool, settings.task_queue))
     checks.append(sandbox_check(settings, agents))
+    checks += env_file_checks(agents)
     return checks
 
 

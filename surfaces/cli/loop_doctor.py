@@ -18,6 +18,8 @@ from activities.loops.workspace import WorkspaceError, git
 from activities.store.agents import get_agent
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.cli.env_file_check import env_file_check
+from surfaces.cli.extra_repo_check import extra_repo_checks
 from workflows.loop_types import LoopSpec, Step
 
 # What an agent fixer needs: to read, change and test the code in the workspace.
@@ -59,8 +61,44 @@ def command_checks(spec: LoopSpec, project: Path | None) -> list[Check]:
             or (project is not None and (project / program).exists())
         )
         detail = f"{program} found" if found else f"{program!r} is not on PATH or in the project"
+        if not found and _made_by_setup(spec, program):
+            found, detail = True, f"{program} comes from setup"
         checks.append(Check(f"{step} command", found, detail))
     return checks
+
+
+def _made_by_setup(spec: LoopSpec, program: str) -> bool:
+    """A path inside the workspace (`.venv/bin/python`) that the sandbox's setup can make."""
+    return spec.sandbox.setup is not None and "/" in program and not program.startswith("/")
+
+
+def setup_check(spec: LoopSpec) -> Check:
+    """The setup's programs are there; where its network goes."""
+    setup = spec.sandbox.setup
+    assert setup is not None
+    programs = [_program(command) for command in setup.commands]
+    missing = [p or c for p, c in zip(programs, setup.commands, strict=True) if not _setup_program(spec, p)]
+    if missing:
+        return Check("setup", False, f"{missing[0]!r} is not on PATH or in the project")
+    network = setup.network
+    reach = (
+        f"network only to {', '.join(network)}" if isinstance(network, list)
+        else "the worker's network" if network else "no network"
+    )  # fmt: skip
+    cached = "cached on the worker per lockfiles" if setup.cache else "run for every workspace"
+    return Check("setup", True, f"{len(setup.commands)} command(s), {reach}; {cached}")
+
+
+def _setup_program(spec: LoopSpec, program: str | None) -> bool:
+    if program is None:
+        return False
+    project = Path(spec.repo.path) if spec.repo.path else None
+    return (
+        program in _SHELL_WORDS
+        or shutil.which(program) is not None
+        or (project is not None and (project / program).exists())
+        or _made_by_setup(spec, program)  # by an earlier setup command
+    )
 
 
 def _agent_step(spec: LoopSpec, step: Step) -> bool:
@@ -133,6 +171,11 @@ async def doctor(spec: LoopSpec, settings: Settings) -> list[Check]:
         checks.append(await fixer_check(spec, settings))
     checks.append(await repo_check(spec, settings))
     checks.append(sandbox_check(spec))
+    if spec.sandbox.setup is not None:
+        checks.append(setup_check(spec))
+    if spec.sandbox.env_file is not None:
+        checks.append(Check("env file", *env_file_check(spec.sandbox.env_file, spec.sandbox.env_from)))
+    checks += [Check(*found) for found in await extra_repo_checks(spec.sandbox.repos, settings)]
     if spec.baseline is not None:
         checks.append(Check("baseline", True, f"{spec.baseline.metric_name}: pattern compiles"))
     return checks

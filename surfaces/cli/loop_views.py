@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from workflows.egress_report import egress_lines
+from workflows.egress_blocked import command_egress_lines
 from workflows.loop_types import LoopStatus, LoopView, RoundReport, RoundVerdict
 
 VERDICT_STYLE = {
@@ -31,7 +31,7 @@ def _size(count: int) -> str:
 
 
 def running_line(view: LoopView | None, beat: dict[str, Any] | None) -> Text:
-    """`round 2 · verify · 3.1 s · 12.4 KB (2.1 KB/s) · ETA 4 s · pid 812`."""
+    """`round 2 · verify · 3.1 s · 12.4 KB (2.1 KB/s) · ETA 4 s · pid 812   blocked: evil.example:443 ×3`."""
     if view is None:
         return Text("starting…", style="dim")
     parts = [f"round {view.round}"]
@@ -49,12 +49,17 @@ def running_line(view: LoopView | None, beat: dict[str, Any] | None) -> Text:
     if view.worker:
         parts.append(f"on {view.worker}")
     text = Text(" · ".join(parts))
+    blocked = beat.get("blocked") if beat else None
+    if blocked and isinstance(blocked, list):  # refused by the network allowlist so far
+        text.append(f"   blocked: {', '.join(str(b) for b in blocked)}", style="yellow")
     if view.verdicts:
         text.append("   ")
         for verdict in view.verdicts:
             text.append("●", style=VERDICT_STYLE[verdict])
     if not view.sandboxed:
         text.append("   UNSANDBOXED", style="bold red")
+    if view.setup:  # how the workspace's setup went: ran, reused from the cache, or what it blocked
+        text.append(f"   {view.setup}", style="dim")
     return text
 
 
@@ -100,7 +105,9 @@ def report_lines(report: RoundReport) -> list[str]:
         if command.reason:
             lines.append(f"           {escape(command.reason)}")
         # What the sandbox's network allowlist refused and let through, per command.
-        lines += [f"           {escape(line)}" for line in egress_lines(command.egress)]
+        lines += [
+            f"           {escape(line)}" for line in command_egress_lines(command.command, command.egress)
+        ]
     if report.failing_tests:
         lines.append(f"  failing: {escape(', '.join(report.failing_tests))}")
     if report.fixed_tests:

@@ -75,7 +75,9 @@ def init(
         if path.exists():
             raise fail(f"{path} already exists: choose another folder or move it away", 1)
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(DEMO_PROJECT, project, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    # What a setup run in the shipped folder made (.venv/) is not the demo project.
+    made = ("__pycache__", "*.pyc", ".venv", "*.egg-info")
+    shutil.copytree(DEMO_PROJECT, project, ignore=shutil.ignore_patterns(*made))
     text = STARTER_LOOP.read_text()
     if agent is not None:
         text = text.replace(
@@ -216,7 +218,8 @@ def logs(
     loop_id: str,
     round_: Annotated[int | None, typer.Option("--round", help="Only this round.")] = None,
     step: Annotated[
-        str | None, typer.Option(help="Only this step: play, scan, fix, verify, baseline, improve.")
+        str | None,
+        typer.Option(help="Only this step: setup (round 0), play, scan, fix, verify, baseline, improve."),
     ] = None,
 ) -> None:
     """Print the stored output of a loop's commands."""

@@ -245,5 +245,9 @@ def explain(task_id: Annotated[str, typer.Argument(help="The task or playbook ru
         out.print(f"Decisions (from {source}):")
         for number, decision in enumerate(chain, 1):
             out.print(f"  {number}. {escape(decision)}")
+        if story.blocked:  # what its commands could not reach: often why a test run failed
+            out.print("The sandbox's network allowlist refused:")
+            for line in story.blocked:
+                out.print(f"  [yellow]{escape(line)}[/yellow]")
 
     run(work)

@@ -14,6 +14,7 @@ from psycopg.rows import dict_row
 from activities.store import loops as loop_rows
 from surfaces.web.auth import Person, person
 from surfaces.web.common import masked, pool, render
+from workflows.egress_blocked import command_egress_lines
 from workflows.loop_types import LoopStatus
 
 router = APIRouter()
@@ -72,6 +73,8 @@ async def loop(request: Request, loop_id: str, who: Person = Depends(person)) ->
         loop=row,
         spec=masked(row["spec"]),
         reports=reports,
+        # What each command's network allowlist refused (naming the command) and let through.
+        egress=[[command_egress_lines(c.command, c.egress) for c in r.commands] for r in reports],
         snapshot=last,
         diff=diff[:DIFF_LINES],
         diff_cut=max(0, len(diff) - DIFF_LINES),

@@ -157,6 +157,7 @@ class TaskPage:
     cost_usd: float = 0.0
     view: TaskStatusView | None = None
     history_length: int = 0
+    blocked: list[str] = field(default_factory=list)  # what the network allowlist refused its commands
 
 
 async def task_page(client: Client, task_id: str, pool: AsyncConnectionPool | None = None) -> TaskPage:
@@ -182,6 +183,7 @@ async def task_page(client: Client, task_id: str, pool: AsyncConnectionPool | No
         reason="",
         next_action="",
         history_length=len(history.events),
+        blocked=story.blocked,
     )
     if story.task is not None:
         page.request, page.requester = story.task.request, story.task.context.user

@@ -17,6 +17,7 @@ from config.loop import parse_loop, starter_loop_text
 from config.settings import Settings
 from surfaces.app import create_app
 from tests.integration.dashboard_env import sign_in
+from workflows.egress_report import AllowedEgress, BlockedEgress, EgressReport
 from workflows.loop_types import (
     CommandResult,
     DiffSnapshot,
@@ -133,3 +134,30 @@ async def test_loops_list_and_a_loop_with_its_rounds_and_diff(web: httpx.AsyncCl
     waiting = await web.get(f"{D}/loops/{stuck}")
     assert "No finished rounds yet." in waiting.text and "No stored diff." in waiting.text
     assert (await web.get(f"{D}/loops/loop-nope-{suffix}")).status_code == 404
+
+
+async def test_a_loops_page_names_what_each_command_was_refused_and_what_it_reached(
+    web: httpx.AsyncClient, pg_url: str
+) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    pool = await get_pool(pg_url)
+    spec = parse_loop(starter_loop_text(), "loop.yaml", "/tmp")
+    loop_id = f"loop-egress-{suffix}"
+    await loop_rows.start(pool, loop_id, spec.model_copy(update={"name": f"egress-{suffix}"}), "U_ALICE")
+    egress = EgressReport(
+        allowlist=["pypi.org"],
+        blocked=[BlockedEgress(host="evil.example", port=443, reason="not in the allowlist", count=3)],
+        allowed=[AllowedEgress(host="pypi.org", port=443, connections=2, bytes_in=1_200_000)],
+    )
+    report = _round(loop_id, 1, RoundVerdict.FAILED, ["test_mean"], None)
+    verify = report.commands[0].model_copy(update={"egress": egress})
+    await loop_rows.record_round(pool, report.model_copy(update={"commands": [verify]}))
+
+    await sign_in(web, "U_CAROL", "viewer")
+    page = await web.get(f"{D}/loops/{loop_id}")
+    assert page.status_code == 200, page.text
+    assert (
+        '<li class="blocked">blocked: evil.example:443 from `pytest` ×3 (not in the allowlist)</li>'
+        in page.text
+    )
+    assert '<li class="allowed">allowed: pypi.org 1.2 MB</li>' in page.text

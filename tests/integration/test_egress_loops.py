@@ -58,7 +58,7 @@ async def test_a_loop_reaches_only_its_allowlist_and_a_blocked_host_is_in_the_ro
 
     assert stopped.status is not LoopStatus.SUCCESS
     assert blocked_round.verdict is RoundVerdict.FAILED
-    assert "verify blocked: evil.example:80 (not in the allowlist)" in blocked_round.note
+    assert "verify blocked: evil.example:80 from `python -c` (not in the allowlist)" in blocked_round.note
     report = await asyncio.to_thread(
         CliRunner().invoke, app, ["loops", "report", blocked_id], env={"OPENLOOP_DATABASE_URL": pg_url}
     )

@@ -242,11 +242,18 @@ async def test_the_readme_takes_the_fix_where_it_runs_loops_init(
     assert spec.repo.path == str(clone / "demo-project")
     async with loop_world(client, pg_url, tmp_path, project_with(tmp_path)) as world:
         loop_id, result = await world.run(spec)
+        reports = await world.reports(loop_id)
     assert result.status is LoopStatus.SUCCESS, result.reason
+    # Its setup made .venv (with no download: the worker's Python has pytest) before round 1,
+    # through the registries' allowlist; the tests then ran from .venv with no network.
+    assert reports[0].note.startswith("setup passed in") and "cached (" in reports[0].note, reports[0].note
+    assert all(c.egress is None for r in reports for c in r.commands)
+    assert reports[-1].commands[-1].command.startswith(".venv/bin/python -m pytest")
 
     diff = await _cli("loops", "diff", loop_id, pg_url=pg_url)
     assert diff.exit_code == 0, diff.output
     assert b"+++ b/demo-project/calc.py" in diff.stdout_bytes  # named from the clone's top
+    assert b".venv" not in diff.stdout_bytes  # what setup made is no part of the fix
     applied = await asyncio.to_thread(_git, clone, "-C", "demo-project", "apply", stdin=diff.stdout_bytes)
     assert applied.returncode == 0, applied.stderr
     assert "return sum(values) / len(values)" in (clone / "demo-project" / "calc.py").read_text()

@@ -216,7 +216,9 @@ def test_a_round_note_names_what_the_allowlist_blocked() -> None:
     ]
     judged = LoopProgress(Limits(), None, has_fixer=False).judge([_result(Step.VERIFY, report)])
     assert judged.verdict is RoundVerdict.FAILED
-    assert judged.note == "verify failed; verify blocked: evil.example:443 ×3 (not in the allowlist)"
+    assert judged.note == (
+        "verify failed; verify blocked: evil.example:443 from `pip install` ×3 (not in the allowlist)"
+    )
     quiet = LoopProgress(Limits(), None, has_fixer=False).judge([_result(Step.VERIFY, None)])
     assert quiet.note == "verify failed"
 
@@ -231,7 +233,7 @@ def test_loops_report_lists_each_commands_blocked_and_allowed_hosts() -> None:
         loop_id="l", round=1, commands=[verify], failing_tests=None, verdict=RoundVerdict.FAILED
     )
     lines = report_lines(round_)
-    assert "           blocked: evil.example:443 ×2 (not in the allowlist)" in lines
+    assert "           blocked: evil.example:443 from `pip install` ×2 (not in the allowlist)" in lines
     assert "           allowed: pypi.org 2.6 kB" in lines
 
 

@@ -163,9 +163,9 @@ async def test_with_an_allowlist_the_command_keeps_an_empty_network_namespace(
     assert argv[at - 1 : at + 2] == ["--ro-bind", folder, "/run/openloop-egress"]
     env = {argv[i + 1]: argv[i + 2] for i, flag in enumerate(argv) if flag == "--setenv"}
     assert env["HTTP_PROXY"] == "http://127.0.0.1:3128"  # the loop's own value cannot point elsewhere
-    assert argv[-9:] == [
+    assert argv[-10:] == [
         "-I", "-S", "/run/openloop-egress/bridge.py",
-        "3128=/run/openloop-egress/http.sock", "1080=/run/openloop-egress/socks.sock", "--",
+        "/run/openloop-egress/handoff.sock", "http=3128", "socks=1080", "--",
         "/bin/sh", "-c", "pip install x",
     ]  # fmt: skip
     shared = bwrap.bwrap_argv("true", tmp_path, {}, Limits(), Sandbox(network=True))

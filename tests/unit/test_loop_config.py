@@ -87,9 +87,12 @@ def test_the_starter_file_loads_next_to_its_demo_project(tmp_path: Path) -> None
     assert spec.repo.path == str(tmp_path / "demo-project")
     assert spec.commands == {
         Step.FIX: "python autofix.py {last_error}",
-        Step.VERIFY: "python -m pytest -q -p no:cacheprovider",
+        Step.VERIFY: ".venv/bin/python -m pytest -q -p no:cacheprovider",
     }
     assert spec.sandbox.provider == "bubblewrap" and not spec.sandbox.network
+    # Its setup installs the dependencies through the package registries only.
+    assert spec.sandbox.setup is not None and len(spec.sandbox.setup.commands) == 2
+    assert spec.sandbox.setup.network == ["pypi.org", "files.pythonhosted.org"]
     assert spec.source == str(tmp_path / "loop.yaml")
 
 

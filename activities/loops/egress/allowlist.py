@@ -9,6 +9,9 @@ what the name resolves to here, outside the sandbox:
   second lookup cannot answer differently (DNS rebinding).
 - Every resolved address must be public, unless it is listed itself (`10.0.0.5:8443`) or the
   entry is `localhost` (loopback only): a listed name resolving to 127.0.0.1 or 10.x is refused.
+- A name's addresses are remembered for `remember_s` (one command's session: a client's 200
+  requests, or 10 connections opened at once, make one lookup); the checks above run on them
+  at every request all the same.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -25,6 +29,7 @@ __all__ = ["Allowlist", "Resolver", "Verdict", "is_public", "resolve"]
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 RESOLVE_TIMEOUT_S = 10.0
+REMEMBER_S = 30.0  # well under a registry's DNS TTLs, and most commands' whole run
 NOT_LISTED = "not in the allowlist"
 
 
@@ -60,10 +65,13 @@ def _unmapped(address: IPAddress) -> IPAddress:
 
 
 class Allowlist:
-    def __init__(self, entries: list[str], resolver: Resolver | None = None):
+    def __init__(self, entries: list[str], resolver: Resolver | None = None, remember_s: float = REMEMBER_S):
         self.entries = list(entries)
         self.rules = [parse_host_rule(entry) for entry in entries]  # validated at load already
         self.resolver = resolver
+        self.remember_s = remember_s
+        self._resolved: dict[tuple[str, int], tuple[float, list[IPAddress]]] = {}
+        self._asking: dict[tuple[str, int], asyncio.Future[list[IPAddress]]] = {}
 
     def _listed_address(self, address: IPAddress, port: int) -> bool:
         return any(
@@ -111,6 +119,20 @@ class Allowlist:
         return Verdict(host, port, tuple(addresses))
 
     async def _resolve(self, host: str, port: int) -> list[IPAddress]:
+        key = (host, port)
+        remembered = self._resolved.get(key)
+        if remembered is not None and time.monotonic() - remembered[0] < self.remember_s:
+            return remembered[1]
+        asking = self._asking.get(key)
+        if asking is None:  # connections opened at once share one lookup
+            asking = self._asking[key] = asyncio.ensure_future(self._look_up(host, port))
+            asking.add_done_callback(lambda _: self._asking.pop(key, None))
+        addresses = await asyncio.shield(asking)  # one caller giving up does not end it for all
+        if addresses:  # a failure is asked again next time
+            self._resolved[key] = (time.monotonic(), addresses)
+        return addresses
+
+    async def _look_up(self, host: str, port: int) -> list[IPAddress]:
         lookup = self.resolver or resolve
         try:
             found = await asyncio.wait_for(lookup(host, port), RESOLVE_TIMEOUT_S)

@@ -1,92 +1,53 @@
-"""Runs INSIDE the sandbox, before the command: listens on 127.0.0.1 in the command's own
-(empty) network namespace and forwards each connection to a proxy's Unix socket, then becomes
-the command.
+"""Runs INSIDE the sandbox, before the command: opens the proxy ports on 127.0.0.1 in the
+command's own (empty) network namespace, hands the listening sockets to the worker's proxies
+over a Unix socket, then becomes the command.
 
-    python -I -S bridge.py 3128=/run/openloop-egress/http.sock 1080=/run/... -- /bin/sh -c LINE
+    python -I -S bridge.py /run/openloop-egress/handoff.sock http=3128 socks=1080 -- /bin/sh -c LINE
 
-It binds first (so the command can connect from its first instruction), forks the forwarder,
-and execs the command in the original process, so the command keeps the pid, the exit status
-and the signals bubblewrap gives it. The forwarder asks the kernel to kill it when that process
-ends: bubblewrap's init waits for every process in the sandbox, so a forwarder left behind
-would hold the sandbox open. Standard library only, and nothing of this repository: the file
-is bound into the sandbox alone and run by the worker's interpreter.
+The sockets go over as file descriptors (SCM_RIGHTS), so the worker accepts the command's
+connections itself: nothing of this file stays in the data path or in the process tree, and
+the command keeps the pid, the exit status and the signals bubblewrap gives it. A connection
+the command makes before the worker's first accept waits in the listen backlog.
+
+Only `_socket` is imported (not `socket`, nor `array`): their imports would delay every
+command by several milliseconds. Standard library only, and nothing of this repository: the
+file is bound into the sandbox alone and run by the worker's interpreter.
 """
 
 from __future__ import annotations
 
+import _socket
 import os
-import signal
-import socket
 import sys
 
-PR_SET_PDEATHSIG = 1
-CHUNK = 64 * 1024
+BACKLOG = 512
 
 
-def _forward_forever(listeners: list[tuple[socket.socket, str]]) -> None:
-    """The forwarder, in the forked child. asyncio and ctypes are imported here, not above:
-    their import would delay the command by tens of milliseconds."""
-    import asyncio
-
-    async def copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while chunk := await reader.read(CHUNK):
-                writer.write(chunk)
-                await writer.drain()
-            if writer.can_write_eof():
-                writer.write_eof()
-        except OSError:
-            writer.close()
-
-    async def forward(path: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            proxy_reader, proxy_writer = await asyncio.open_unix_connection(path)
-        except OSError:
-            writer.close()
-            return
-        try:
-            await asyncio.gather(copy(reader, proxy_writer), copy(proxy_reader, writer))
-        finally:
-            writer.close()
-            proxy_writer.close()
-
-    async def serve() -> None:
-        for listener, path in listeners:
-            await asyncio.start_server(lambda r, w, p=path: forward(p, r, w), sock=listener)  # type: ignore[misc]
-        await asyncio.Event().wait()
-
-    asyncio.run(serve())
-
-
-def _die_with(parent: int) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() != parent:  # the command ended before the request took hold
-        os._exit(0)
+def _listen(port: int) -> _socket.socket:
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(BACKLOG)
+    return listener
 
 
 def main(argv: list[str]) -> None:
     split = argv.index("--")
-    pairs, command = argv[:split], argv[split + 1 :]
-    listeners = []
+    (handoff, *pairs), command = argv[:split], argv[split + 1 :]
+    names, listeners = [], []
     for pair in pairs:
-        port, path = pair.split("=", 1)
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", int(port)))
-        listener.listen(128)
-        listeners.append((listener, path))
-    parent = os.getpid()
-    if os.fork() == 0:
-        try:
-            _die_with(parent)
-            os.setsid()  # out of the command's process group: its Ctrl-C is not ours
-            _forward_forever(listeners)
-        finally:
-            os._exit(0)
-    for listener, _ in listeners:
+        name, port = pair.split("=", 1)
+        names.append(name)
+        listeners.append(_listen(int(port)))
+    fds = b"".join(listener.fileno().to_bytes(4, sys.byteorder) for listener in listeners)
+    channel = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        channel.connect(handoff)
+        channel.sendmsg([" ".join(names).encode()], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+    except OSError as error:
+        sys.exit(f"openloop egress: could not hand the proxy ports to the worker ({handoff}): {error}")
+    # The kernel holds the sockets in flight until the worker takes them; our copies can go.
+    channel.close()
+    for listener in listeners:
         listener.close()
     os.execvp(command[0], command)
 

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from activities.loops.egress.allowlist import Allowlist, Verdict
+from activities.loops.egress.endpoint import Endpoint, splice
 from workflows.egress_report import MAX_DESTINATIONS, AllowedEgress, BlockedEgress, EgressReport
 
 __all__ = ["Flow", "Gate", "open_checked", "relay"]
-
-RELAY_CHUNK = 64 * 1024
 
 
 def _now() -> str:
@@ -86,42 +85,32 @@ class Gate:
         )
 
 
-async def relay(
-    client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-    upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-    flow: Flow,
-) -> None:
+async def relay(client: Endpoint, upstream: Endpoint, flow: Flow) -> None:
     """Copy both ways until both sides are done, counting the bytes as they pass."""
 
-    async def copy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, outward: bool) -> None:
-        try:
-            while chunk := await reader.read(RELAY_CHUNK):
-                writer.write(chunk)
-                if outward:
-                    flow.bytes_out += len(chunk)
-                else:
-                    flow.bytes_in += len(chunk)
-                await writer.drain()
-            if writer.can_write_eof():
-                writer.write_eof()
-        except (ConnectionError, OSError):
-            writer.close()
+    def out(count: int) -> None:
+        flow.bytes_out += count
 
+    def back(count: int) -> None:
+        flow.bytes_in += count
+
+    splice(client, upstream, out, back)
     try:
-        await asyncio.gather(copy(client[0], upstream[1], True), copy(upstream[0], client[1], False))
-    finally:
-        for writer in (client[1], upstream[1]):
-            writer.close()
+        await asyncio.wait([client.closed, upstream.closed])
+    finally:  # also when the session stops the connection
+        client.close()
+        upstream.close()
 
 
-async def open_checked(
-    verdict: Verdict, timeout_s: float
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def open_checked(verdict: Verdict, timeout_s: float) -> Endpoint:
     """A connection to one of the addresses the allowlist checked, never a fresh lookup."""
+    loop = asyncio.get_running_loop()
     error = OSError(f"no address for {verdict.host}")
     for address in verdict.addresses:
         try:
-            return await asyncio.wait_for(asyncio.open_connection(str(address), verdict.port), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                _, upstream = await loop.create_connection(Endpoint, str(address), verdict.port)
+            return upstream
         except OSError as failed:  # refused, unreachable, or timed out: the next address
             error = failed
     raise error

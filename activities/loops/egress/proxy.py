@@ -8,23 +8,24 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlsplit
 
+from activities.loops.egress.endpoint import Endpoint
 from activities.loops.egress.ledger import Gate, open_checked, relay
 
 __all__ = ["serve_http"]
 
-HEAD_LIMIT = 64 * 1024  # a request line and headers bigger than this are refused
 HEAD_TIMEOUT_S = 30.0
 CONNECT_TIMEOUT_S = 15.0
 _HOP_HEADERS = {"proxy-connection", "proxy-authorization", "connection", "keep-alive"}
 
 
-def _answer(writer: asyncio.StreamWriter, status: str, message: str) -> None:
+def _answer(client: Endpoint, status: str, message: str) -> None:
     body = (message + "\n").encode()
     head = (
         f"HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     )
-    writer.write(head.encode() + body)
+    client.write(head.encode() + body)
+    client.close()
 
 
 def _host_port(target: str, default: int) -> tuple[str, int] | None:
@@ -36,11 +37,12 @@ def _host_port(target: str, default: int) -> tuple[str, int] | None:
     return (parsed.hostname, port) if parsed.hostname else None
 
 
-async def serve_http(gate: Gate, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def serve_http(gate: Gate, client: Endpoint) -> None:
     try:
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT_S)
+        async with asyncio.timeout(HEAD_TIMEOUT_S):
+            head = await client.read_until(b"\r\n\r\n")  # at most the endpoint's limit
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ConnectionError):
-        writer.close()
+        client.close()
         return
     request_line, *headers = head.decode("latin-1").split("\r\n")
     method, _, rest = request_line.partition(" ")
@@ -51,30 +53,26 @@ async def serve_http(gate: Gate, reader: asyncio.StreamReader, writer: asyncio.S
         url = urlsplit(target)
         if url.scheme != "http":
             _answer(
-                writer, "400 Bad Request", f"send http:// URLs or CONNECT through this proxy, not {target!r}"
+                client, "400 Bad Request", f"send http:// URLs or CONNECT through this proxy, not {target!r}"
             )
-            writer.close()
             return
         found = _host_port(url.netloc, 80)
         path = (url.path or "/") + (f"?{url.query}" if url.query else "")
     if found is None:
-        _answer(writer, "400 Bad Request", f"no host in {target!r}")
-        writer.close()
+        _answer(client, "400 Bad Request", f"no host in {target!r}")
         return
     verdict = await gate.check(*found)
     if not verdict.allowed:
         _answer(
-            writer,
+            client,
             "403 Forbidden",
             f"blocked by the sandbox's egress allowlist: {found[0]}:{found[1]} ({verdict.reason})",
         )
-        writer.close()
         return
     try:
         upstream = await open_checked(verdict, CONNECT_TIMEOUT_S)
     except OSError as error:
-        _answer(writer, "502 Bad Gateway", f"could not connect to {found[0]}:{found[1]}: {error}")
-        writer.close()
+        _answer(client, "502 Bad Gateway", f"could not connect to {found[0]}:{found[1]}: {error}")
         return
     flow = gate.flow(verdict)
     if path:  # plain HTTP: one request, in origin form, and the server closes after it
@@ -84,8 +82,8 @@ async def serve_http(gate: Gate, reader: asyncio.StreamReader, writer: asyncio.S
         forwarded = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""]).encode(
             "latin-1"
         )
-        upstream[1].write(forwarded)
+        upstream.write(forwarded)
         flow.bytes_out += len(forwarded)
     else:
-        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-    await relay((reader, writer), upstream, flow)
+        client.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    await relay(client, upstream, flow)

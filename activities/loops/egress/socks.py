@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 
+from activities.loops.egress.endpoint import Endpoint
 from activities.loops.egress.ledger import Gate, open_checked, relay
 
 __all__ = ["serve_socks"]
@@ -21,64 +22,63 @@ _OK, _REFUSED_BY_RULES, _UNREACHABLE, _CONNECTION_REFUSED = 0x00, 0x02, 0x04, 0x
 _COMMAND_UNSUPPORTED, _ADDRESS_UNSUPPORTED = 0x07, 0x08
 
 
-def _reply(writer: asyncio.StreamWriter, code: int) -> None:
-    writer.write(bytes([5, code, 0, _IPV4, 0, 0, 0, 0, 0, 0]))
+def _reply(client: Endpoint, code: int) -> None:
+    client.write(bytes([5, code, 0, _IPV4, 0, 0, 0, 0, 0, 0]))
 
 
-async def _destination(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-) -> tuple[int, str, int] | None:
+async def _destination(client: Endpoint) -> tuple[int, str, int] | None:
     """The command and destination a client asks for, after agreeing on no authentication."""
-    version, count = await reader.readexactly(2)
-    methods = await reader.readexactly(count)
+    version, count = await client.read_exactly(2)
+    methods = await client.read_exactly(count)
     if version != 5 or _NO_AUTH not in methods:
-        writer.write(bytes([5, _NO_METHOD]))
+        client.write(bytes([5, _NO_METHOD]))
         return None
-    writer.write(bytes([5, _NO_AUTH]))
-    version, command, _, kind = await reader.readexactly(4)
+    client.write(bytes([5, _NO_AUTH]))
+    version, command, _, kind = await client.read_exactly(4)
     if kind == _IPV4:
-        host = str(ipaddress.IPv4Address(await reader.readexactly(4)))
+        host = str(ipaddress.IPv4Address(await client.read_exactly(4)))
     elif kind == _IPV6:
-        host = str(ipaddress.IPv6Address(await reader.readexactly(16)))
+        host = str(ipaddress.IPv6Address(await client.read_exactly(16)))
     elif kind == _DOMAIN:
-        length = (await reader.readexactly(1))[0]
-        host = (await reader.readexactly(length)).decode("ascii", errors="replace")
+        length = (await client.read_exactly(1))[0]
+        host = (await client.read_exactly(length)).decode("ascii", errors="replace")
     else:
-        _reply(writer, _ADDRESS_UNSUPPORTED)
+        _reply(client, _ADDRESS_UNSUPPORTED)
         return None
-    port = int.from_bytes(await reader.readexactly(2), "big")
+    port = int.from_bytes(await client.read_exactly(2), "big")
     return command, host, port
 
 
-async def serve_socks(gate: Gate, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def serve_socks(gate: Gate, client: Endpoint) -> None:
     try:
-        asked = await asyncio.wait_for(_destination(reader, writer), NEGOTIATE_TIMEOUT_S)
+        async with asyncio.timeout(NEGOTIATE_TIMEOUT_S):
+            asked = await _destination(client)
     except (asyncio.IncompleteReadError, TimeoutError, ConnectionError, ValueError):
         asked = None
     if asked is None:
-        writer.close()
+        client.close()
         return
     command, host, port = asked
     if command != _CONNECT:
         name = {0x02: "BIND", 0x03: "UDP ASSOCIATE"}.get(command, f"command {command}")
         gate.block(host, port, f"SOCKS {name} is not allowed: only CONNECT")
-        _reply(writer, _COMMAND_UNSUPPORTED)
-        writer.close()
+        _reply(client, _COMMAND_UNSUPPORTED)
+        client.close()
         return
     verdict = await gate.check(host, port)
     if not verdict.allowed:
-        _reply(writer, _REFUSED_BY_RULES)
-        writer.close()
+        _reply(client, _REFUSED_BY_RULES)
+        client.close()
         return
     try:
         upstream = await open_checked(verdict, CONNECT_TIMEOUT_S)
     except ConnectionRefusedError:
-        _reply(writer, _CONNECTION_REFUSED)
-        writer.close()
+        _reply(client, _CONNECTION_REFUSED)
+        client.close()
         return
     except OSError:
-        _reply(writer, _UNREACHABLE)
-        writer.close()
+        _reply(client, _UNREACHABLE)
+        client.close()
         return
-    _reply(writer, _OK)
-    await relay((reader, writer), upstream, gate.flow(verdict))
+    _reply(client, _OK)
+    await relay(client, upstream, gate.flow(verdict))
