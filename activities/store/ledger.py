@@ -112,6 +112,23 @@ def redact(value: Any, depth: int = 0) -> Any:
     return redact(str(value), depth)
 
 
+def mask_text(text: str) -> str:
+    """`text` with token-shaped values (Slack, GitHub, provider keys, bearer headers) masked."""
+    return _TOKEN_VALUE.sub(MASK, text)
+
+
+def mask_secrets(value: Any) -> Any:
+    """`value` whole, secret-looking keys and token-shaped strings masked: what `redact`
+    masks, with nothing cut short (`openloop tasks export` must stay complete)."""
+    if isinstance(value, dict):
+        return {str(k): MASK if _secret_key(str(k)) else mask_secrets(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_secrets(v) for v in value]
+    if isinstance(value, str):
+        return mask_text(value)
+    return value
+
+
 def _secret_key(name: str) -> bool:
     lowered = name.lower()
     return any(hint in lowered for hint in SECRET_KEY_HINTS)

@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "surfaces.cli.memory",
     "surfaces.cli.usage",
     "surfaces.cli.observe",
+    "surfaces.cli.task_export",  # export: joins the tasks group
     "surfaces.cli.task_diff",
     "surfaces.cli.mcp",
     "surfaces.cli.skills",
