@@ -4,7 +4,9 @@ tables from the last JSON results.
 
 Sizes: the default run takes about 25 minutes on 2 cores (1,000 tasks at once in the
 throughput sweep, 1,000 parked tasks); `--quick` about 5 minutes; `--full` parks 5,000
-tasks (the parked bench alone then takes about 25 minutes there).
+tasks (the parked bench alone then takes about 25 minutes there); `--smoke` runs every bench
+once at a tiny size (its tests' sizes, about a minute in all), a check that none is broken,
+its figures meaningless.
 
 Each bench runs on one embedded stack started for the run (Temporal dev server in memory,
 PostgreSQL + pgvector, a fake GitHub), writes bench/results/<bench>.json, and the tables
@@ -24,6 +26,7 @@ import argparse
 import asyncio
 import json
 import os
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -62,13 +65,17 @@ async def run_benches(names: list[str], size: str, out: Path) -> None:
     async with embedded_stack() as stack:
         for name in names:
             module = BENCHES[name]
-            preset = getattr(module.Sizes, size, None)
-            sizes = preset() if preset is not None else module.Sizes()
+            sizes = module.Sizes.smoke() if size == "smoke" else preset_sizes(module, size)
             log(f"{name}: {sizes}")
             load = [round(x, 2) for x in os.getloadavg()]
             report = await module.run(stack, sizes)
             path = write_result(name, {**report, "preset": size, "load_avg_at_start": load}, out)
             log(f"{name}: written to {path}")
+
+
+def preset_sizes(module: ModuleType, size: str) -> object:
+    preset = getattr(module.Sizes, size, None)
+    return preset() if preset is not None else module.Sizes()
 
 
 async def run_chaos(size: str, seed: int, out: Path) -> None:
@@ -99,23 +106,28 @@ def main() -> None:
     preset.add_argument(
         "--full", action="store_true", help="the issue's sizes everywhere (5,000 parked tasks)"
     )
+    preset.add_argument(
+        "--smoke", action="store_true", help="tiny sizes: does every bench still run (figures meaningless)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="where the JSON results go")
     parser.add_argument(
         "--seed", type=int, default=1, help="chaos: the faults' seed (same seed, same faults)"
     )
     parser.add_argument("--worker-options", type=json.loads, default={}, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.smoke and args.out == RESULTS_DIR:  # meaningless figures stay out of RESULTS.md
+        args.out = Path(tempfile.mkdtemp(prefix="bench-smoke-"))
     if args.what == "worker":
         asyncio.run(serve_worker(args.worker_options))
         return
     if args.what == "chaos":
-        size = "quick" if args.quick else "full" if args.full else "default"
+        size = "quick" if args.quick or args.smoke else "full" if args.full else "default"
         asyncio.run(run_chaos(size, args.seed, args.out))
     elif args.what == "egress":  # no stack: bubblewrap, the proxies and a local server
-        asyncio.run(run_egress("quick" if args.quick else "default", args.out))
+        asyncio.run(run_egress("quick" if args.quick or args.smoke else "default", args.out))
     elif args.what != "report":
         names = list(BENCHES) if args.what == "all" else [args.what]
-        size = "quick" if args.quick else "full" if args.full else "default"
+        size = "quick" if args.quick else "full" if args.full else "smoke" if args.smoke else "default"
         asyncio.run(run_benches(names, size, args.out))
     text = render(args.out)
     print(text)

@@ -57,6 +57,12 @@ class Sizes:
         """As many requests waiting at once as a large team might leave overnight."""
         return cls(waiting=100)
 
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls(
+            tasks=40, real_tasks=3, waiting=2, long_steps=4, memories=10, agents=4, later_page=1, loads=2
+        )
+
 
 def pages(sizes: Sizes, real_task: str, long_task: str, waiting_task: str) -> dict[str, str]:
     """What a person opens, by name: paths under /dashboard (the later page is filled in

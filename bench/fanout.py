@@ -32,7 +32,7 @@ from activities.runtime import runtime
 from activities.store.agents import apply_agent
 from activities.store.db import get_pool
 from bench.common import Stack, bench_agent, new_queue, running
-from bench.scripted import SCRIPTED_MODEL, Plan, scripted_answer
+from bench.scripted import SCRIPTED_MODEL, Plan, scripted_answer, task_request
 from surfaces.tasks import start_task, task_id_for
 from workers.worker import ACTIVITIES, build_worker
 from workflows.delegation import MAX_PARALLEL
@@ -66,6 +66,10 @@ class Sizes:
     @classmethod
     def full(cls) -> Sizes:
         return cls(repeats=5)
+
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls(fanouts=(1, 3), steps=3, model_ms=100.0, repeats=1)
 
 
 def fanout_request(children: int, steps: int, model_ms: float) -> str:
@@ -101,7 +105,7 @@ async def fanout_model(inp: ModelCallInput) -> ModelCallResult:
     prepared = await prepare_call(pool, inp)
     if prepared.cached is not None:
         return prepared.cached
-    request = next((str(m.get("content") or "") for m in prepared.stored if m["role"] == "user"), "")
+    request = task_request(prepared.stored)
     text, calls, model_ms = _answer(request, prepared.stored, inp.purpose)
     if model_ms:
         await asyncio.sleep(model_ms / 1000)

@@ -53,10 +53,16 @@ class Sizes:
     steps: list[int] = field(default_factory=lambda: [10, 50, 100])
     long_steps: int = 500
     uncapped_steps: int = 700  # 0: skip the run that waits for Temporal's suggestion
+    long_steps_per_run: int | None = None  # None: the task's default max_steps_per_run
 
     @classmethod
     def quick(cls) -> Sizes:
         return cls(steps=[5, 20, 40], long_steps=300, uncapped_steps=0)
+
+    @classmethod
+    def smoke(cls) -> Sizes:
+        """Three sizes, and a long task that continues as new twice (a cap of 5 a run)."""
+        return cls(steps=[2, 3, 4], long_steps=12, uncapped_steps=0, long_steps_per_run=5)
 
 
 def size(history: WorkflowHistory) -> tuple[int, int, Counter[str]]:
@@ -161,7 +167,7 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
             for kind in KINDS:
                 totals[kind][steps] = size(await one(stack, queue, kind, steps))
         log(f"history: long task of {sizes.long_steps} steps")
-        long = await long_task(stack, queue, sizes.long_steps, None)
+        long = await long_task(stack, queue, sizes.long_steps, sizes.long_steps_per_run)
         uncapped = None
         if sizes.uncapped_steps:
             log(f"history: {sizes.uncapped_steps} steps with no cap per run")

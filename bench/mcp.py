@@ -81,6 +81,10 @@ class Sizes:
     def quick(cls) -> Sizes:
         return cls(call_rounds=60, listing_rounds=15)
 
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls(call_rounds=2, listing_rounds=2, server_counts=(1, 2), warmup=1)
+
 
 @contextlib.contextmanager
 def http_servers(count: int, state: Path) -> Iterator[list[tuple[McpServer, int]]]:

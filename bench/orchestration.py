@@ -84,6 +84,10 @@ class Sizes:
     def quick(cls) -> Sizes:
         return cls(rounds=3, steps=12, slow_tasks=1, slow_steps=4, real_model_calls=10)
 
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls(rounds=1, steps=3, slow_tasks=1, slow_steps=2, slow_model_ms=20, real_model_calls=1)
+
 
 @dataclass
 class InProcessRun:

@@ -20,7 +20,6 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
@@ -41,17 +40,15 @@ from bench.common import (
     stats,
 )
 from bench.scripted import Plan
+from bench.waits import count, wait_for, windowed
 from surfaces.tasks import task_id_for
 from workers.embedded import stop_process
 from workflows import policy
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import ApprovalDecision
 
-TICK_S = 0.25
-WAIT_TIMEOUT_S = 1800.0
 TARGET_RSS_MB = 400.0
 TARGET_P95_S = 1.0
-WARMUP_TASKS = 5
 PARKED_SQL = "SELECT count(*) AS n FROM audit_log WHERE kind = 'approval_requested' AND task_id LIKE %s"
 TOOLS_SQL = "SELECT count(*) AS n FROM audit_log WHERE kind = 'tool_call' AND task_id LIKE %s"
 FINISHED_SQL = "SELECT count(*) AS n FROM usage_ledger WHERE key = 'model:2' AND task_id LIKE %s"
@@ -68,10 +65,28 @@ class Sizes:
     max_cached: int = 100
     # Workflow task slots: under the cache size, so a full cache still has room to replay.
     max_workflow_tasks: int = 20
+    warmup: int = 5  # tasks through the whole path before measuring
+    settle_s: float = 3.0  # RSS sampled this long before starting and after the last task
 
     @classmethod
     def quick(cls) -> Sizes:
         return cls(tasks=300, hold_s=10.0, paced=40)
+
+    @classmethod
+    def smoke(cls) -> Sizes:
+        """Every phase once, with evictions (more parked than cached), in seconds."""
+        return cls(
+            tasks=4,
+            hold_s=1.0,
+            paced=2,
+            paced_per_s=10.0,
+            window=4,
+            approve_window=2,
+            max_cached=2,
+            max_workflow_tasks=2,
+            warmup=1,
+            settle_s=1.0,
+        )
 
     @classmethod
     def full(cls) -> Sizes:
@@ -101,47 +116,15 @@ class RssSampler:
         return report
 
 
-async def count(sql: str, *params: object) -> int:
-    pool = await runtime().pool()
-    async with pool.connection() as conn:
-        cursor = conn.cursor(row_factory=dict_row)
-        row = await (await cursor.execute(sql, params)).fetchone()
-    return int(row["n"]) if row else 0
-
-
-async def wait_for(what: str, sql: str, prefix: str, target: int) -> float:
-    """Poll until `sql` (with the task id prefix) counts `target`; returns the seconds it took."""
-    began = time.monotonic()
-    while (done := await count(sql, prefix + "%")) < target:
-        if time.monotonic() - began > WAIT_TIMEOUT_S:
-            raise TimeoutError(f"{what}: only {done} of {target} after {WAIT_TIMEOUT_S:.0f}s")
-        await asyncio.sleep(1.0)
-    return time.monotonic() - began
-
-
 def decision_for(task_id: str, plan: Plan) -> ApprovalDecision:
     """The decision a person would send: bound to the pending request and its exact action
-    (the gate's request id for step 1, call_1; checked against a query before use)."""
-    call = plan.call(1)
+    (the gate's request id for step 1's first call, named by its position and arguments;
+    checked against a query before use)."""
+    arguments = json.loads(plan.call(1).arguments)
+    key = policy.call_key(0, "memory.save", arguments)
     return ApprovalDecision(
-        f"apr-{task_id[-24:]}-1-{call.id[-12:]}",
-        policy.action_id("memory.save", json.loads(call.arguments)),
-        APPROVER,
+        f"apr-{task_id[-24:]}-1-{key[-12:]}", policy.action_id("memory.save", arguments), APPROVER
     )
-
-
-async def windowed(
-    items: list[str], window: int, done: Callable[[], Awaitable[int]], act: Callable[[str], Awaitable[None]]
-) -> None:
-    """`act` on every item, with at most `window` acted on and not yet counted by `done`."""
-    issued, base = 0, await done()
-    while issued < len(items):
-        room = window - (issued - (await done() - base))
-        if room > 0:
-            batch = items[issued : issued + room]
-            await asyncio.gather(*(act(item) for item in batch))
-            issued += len(batch)
-        await asyncio.sleep(TICK_S)
 
 
 async def approve(
@@ -172,12 +155,12 @@ async def approve(
     return sent
 
 
-async def warm_up(stack: Stack, queue: str, plan: Plan, tag: str) -> None:
+async def warm_up(stack: Stack, queue: str, plan: Plan, tag: str, count: int) -> None:
     """A few tasks through the whole path first: a fresh worker's first approvals pay for
     imports and connections, which is not what a parked task costs."""
     ids = [
         (await start_agent_task(stack, queue, plan, f"pkw-{tag}-{i}", agent="bench-approvals")).id
-        for i in range(WARMUP_TASKS)
+        for i in range(count)
     ]
     prefix = task_id_for("cli", f"pkw-{tag}-")
     await wait_for("warm-up parked", PARKED_SQL, prefix, len(ids))
@@ -210,9 +193,9 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
     sampling = asyncio.create_task(sampler.run())
     timings: dict[str, float] = {}
     try:
-        await warm_up(stack, queue, plan, tag)
+        await warm_up(stack, queue, plan, tag, sizes.warmup)
         sampler.phase = "idle"
-        await asyncio.sleep(3.0)
+        await asyncio.sleep(sizes.settle_s)
         cpu0 = cpu_seconds(stack, [process.pid])
         sampler.phase = "starting"
         task_ids = [task_id_for("cli", f"pk-{tag}-{i}") for i in range(sizes.tasks)]
@@ -241,7 +224,7 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
         timings["all_answered_after_s"] = time.monotonic() - began
         cpu2 = cpu_seconds(stack, [process.pid])
         sampler.phase = "done"
-        await asyncio.sleep(3.0)
+        await asyncio.sleep(sizes.settle_s)
     finally:
         sampling.cancel()
         stop_process(process)

@@ -32,6 +32,8 @@ with workflow.unsafe.imports_passed_through():
     from activities.llm.compaction import estimate_tokens
     from activities.llm.model_activities import prepare_call, record_answer
     from activities.runtime import runtime
+    from activities.store.transcript import SUMMARY_ROLE
+    from workflows.prompts import MEMORIES_HEADER
     from workflows.tool_catalog import model_tool_name
     from workflows.types import ActivityName, ModelCallInput, ModelCallResult, ModelUsage, ToolCall
 
@@ -42,6 +44,7 @@ NOOP = "bench.noop"
 FLOOR_WORKFLOW = "bench.Floor"
 FLOOR_TIMEOUT = timedelta(seconds=30)
 _PLAN = re.compile(r"(\w+)=(\S+)")
+_SUMMARY = re.compile(r"Summary after (\d+) steps; the request was: (.*)$", re.M)
 
 # Per process: perf_counter() at the start of every model call (or floor no-op), by task id,
 # and the model activity's own time (database work, without the simulated latency).
@@ -88,20 +91,42 @@ class Plan:
 
 def scripted_answer(plan: Plan, stored: list[dict[str, Any]], purpose: str) -> tuple[str, list[ToolCall]]:
     """The answer to the next call: a tool call until the plan's last step, then a reply.
-    `stored` is what the prompt is built from; the benches' tasks never grow a prompt to the
-    summary threshold, so every assistant message of the task is in it."""
-    step = 1 + sum(1 for m in stored if m["role"] == "assistant")
+    `stored` is what the prompt is built from: after a summary, the summary and what came
+    since, so a summary carries the steps it sums up and the request (see `task_request`)."""
+    done = steps_done(stored)
+    step = 1 + done
     if purpose == "summary":
         calls = [c["name"] for m in stored if m["role"] == "assistant" for c in m.get("tool_calls") or []]
-        done = "; ".join(f"step {i}: {name} returned results" for i, name in enumerate(calls, 1))
-        return f"Summary: the request was {plan.request()!r}. Done so far: {done}"[:1500], []
+        since = "; ".join(f"{name} returned results" for name in calls)
+        return f"Summary after {done} steps; the request was: {plan.request()}\nSince: {since}"[:1500], []
     if purpose == "final" or step >= plan.steps:
         return f"Done after {step} steps.", []
     return "", [plan.call(step)]
 
 
-def _request(stored: list[dict[str, Any]]) -> str:
-    return next((str(m.get("content") or "") for m in stored if m["role"] == "user"), "")
+def _latest_summary(stored: list[dict[str, Any]]) -> re.Match[str] | None:
+    found = None
+    for m in stored:
+        if m["role"] == SUMMARY_ROLE:
+            found = _SUMMARY.match(str(m.get("content") or "")) or found
+    return found
+
+
+def steps_done(stored: list[dict[str, Any]]) -> int:
+    """Model steps taken so far: those the latest summary sums up, and the answers since."""
+    summary = _latest_summary(stored)
+    return (int(summary.group(1)) if summary else 0) + sum(1 for m in stored if m["role"] == "assistant")
+
+
+def task_request(stored: list[dict[str, Any]]) -> str:
+    """The task's request: as the latest summary recorded it (the request itself is no longer
+    in the prompt then), else its first user message that is not the recalled memories (which
+    come first once an earlier task in the channel saved one)."""
+    summary = _latest_summary(stored)
+    if summary is not None:
+        return summary.group(2)
+    users = (str(m.get("content") or "") for m in stored if m["role"] == "user")
+    return next((text for text in users if not text.startswith(MEMORIES_HEADER)), "")
 
 
 @activity.defn(name=ActivityName.CALL_MODEL)
@@ -113,7 +138,7 @@ async def scripted_model(inp: ModelCallInput) -> ModelCallResult:
     prepared = await prepare_call(pool, inp)
     if prepared.cached is not None:
         return prepared.cached
-    plan = Plan.parse(_request(prepared.stored))
+    plan = Plan.parse(task_request(prepared.stored))
     slept = time.perf_counter()
     if plan.model_ms:
         await asyncio.sleep(plan.model_ms / 1000)

@@ -32,7 +32,6 @@ from workers.embedded import stop_process
 from workflows.types import TaskStatus
 
 START_CONCURRENCY = 50  # workflow starts in flight from the client at once
-WARMUP_TASKS = 10
 VISIBILITY_TRIES = 20
 
 
@@ -41,10 +40,15 @@ class Sizes:
     concurrency: list[int] = field(default_factory=lambda: [10, 100, 1000])
     workers: list[int] = field(default_factory=lambda: [1, 2])
     steps: int = 5
+    warmup: int = 10  # tasks run on fresh workers before measuring
 
     @classmethod
     def quick(cls) -> Sizes:
         return cls(concurrency=[10, 50, 200])
+
+    @classmethod
+    def smoke(cls) -> Sizes:
+        return cls(concurrency=[2, 4], workers=[1], steps=3, warmup=1)
 
 
 def cpu_times() -> tuple[int, int]:
@@ -109,7 +113,7 @@ async def run(stack: Stack, sizes: Sizes) -> dict[str, Any]:
         processes = [spawn_worker(stack.settings, queue) for _ in range(workers)]
         try:
             pids = [p.pid for p in processes]
-            await run_level(stack, queue, WARMUP_TASKS, sizes.steps, pids)
+            await run_level(stack, queue, sizes.warmup, sizes.steps, pids)
             by_workers[str(workers)] = []
             for count in sizes.concurrency:
                 log(f"throughput: {count} tasks at once, {workers} worker process(es)")

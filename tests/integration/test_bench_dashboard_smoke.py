@@ -43,9 +43,7 @@ async def test_dashboard_bench_loads_every_page_and_writes_every_figure(
 ) -> None:
     server, client = own_temporal
     settings = settings.model_copy(update={"temporal_address": server.address})
-    sizes = dashboard.Sizes(
-        tasks=40, real_tasks=3, waiting=2, long_steps=4, memories=10, agents=4, later_page=1, loads=2
-    )
+    sizes = dashboard.Sizes.smoke()
     with running_fake() as fake:
         stack = await prepare(github_settings(settings, fake), client, fake)
         report = await dashboard.run(stack, sizes)

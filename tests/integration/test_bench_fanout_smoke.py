@@ -20,7 +20,7 @@ from tests.integration.github_env import github_settings, running_fake
 async def test_fanout_bench_writes_every_figure(client: Client, settings: Settings, tmp_path: Path) -> None:
     with running_fake() as fake:
         stack = await prepare(github_settings(settings, fake), client, fake)
-        sizes = fanout.Sizes(fanouts=(1, 3), steps=3, model_ms=100.0, repeats=1)
+        sizes = fanout.Sizes.smoke()
         report = await fanout.run(stack, sizes)
     out = tmp_path / "results"
     write_result("fanout", {**report, "preset": "smoke", "load_avg_at_start": [0.0]}, out)

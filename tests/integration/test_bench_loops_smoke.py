@@ -33,7 +33,7 @@ LOOP_PARTS = {
 async def test_loops_bench_writes_every_figure(client: Client, settings: Settings, tmp_path: Path) -> None:
     with running_fake() as fake:
         stack = await prepare(github_settings(settings, fake), client, fake)
-        sizes = loops.Sizes(rounds=2, command_s=0.2, repeats=1, repo_files=2, file_kb=512, diff_files=2)
+        sizes = loops.Sizes.smoke()
         report = await loops.run(stack, sizes)
     out = tmp_path / "results"
     write_result("loops", {**report, "preset": "smoke", "load_avg_at_start": [0.0]}, out)

@@ -19,7 +19,7 @@ from tests.integration.github_env import github_settings, running_fake
 async def test_mcp_bench_writes_every_figure(client: Client, settings: Settings, tmp_path: Path) -> None:
     with running_fake() as fake:
         stack = await prepare(github_settings(settings, fake), client, fake)
-        sizes = mcp.Sizes(call_rounds=2, listing_rounds=2, server_counts=(1, 2), warmup=1)
+        sizes = mcp.Sizes.smoke()
         report = await mcp.run(stack, sizes)
     out = tmp_path / "results"
     write_result("mcp", {**report, "preset": "smoke", "load_avg_at_start": [0.0]}, out)

@@ -20,9 +20,7 @@ async def test_orchestration_bench_writes_every_figure(
 ) -> None:
     with running_fake() as fake:
         stack = await prepare(github_settings(settings, fake), client, fake)
-        sizes = orchestration.Sizes(
-            rounds=1, steps=3, slow_tasks=1, slow_steps=2, slow_model_ms=20, real_model_calls=1
-        )
+        sizes = orchestration.Sizes.smoke()
         report = await orchestration.run(stack, sizes)
     path = write_result("orchestration", report, tmp_path)
     saved = json.loads(path.read_text())
