@@ -20,9 +20,11 @@ own files and registry entries are free of errors, and that fit the limits
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,7 +108,8 @@ def compile_playbooks(
     listened: set[str] = set()
     read: dict[str, dict[str, StepFile]] = {}
     for folder in folders:
-        playbook, errors, steps = _compile_one(folder, root, registry, known)
+        with _cycles_collected_after():
+            playbook, errors, steps = _compile_one(folder, root, registry, known)
         report.errors += errors
         read[folder.name] = steps
         if playbook is not None:
@@ -130,6 +133,21 @@ def compile_playbooks(
     return report
 
 
+@contextmanager
+def _cycles_collected_after() -> Iterator[None]:
+    """The cycle collector off while a playbook compiles. The compile keeps nearly all it makes
+    (every file's YAML nodes, for the lines its problems name) until it ends, so each full
+    collection as the heap grows walks everything read so far again: a quarter of a 10,000-step
+    compile. Reference counting still frees what is dropped; cycles wait for the next collection."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _known(
     registry: Registry, known_agents: set[str] | None, agents: Mapping[str, AgentWrites] | None
 ) -> Known:
@@ -150,6 +168,8 @@ def _compile_one(
     problems: list[ConfigProblem] = []
     steps: dict[str, StepFile] = {}
     texts: list[str] = []
+    sources: dict[str, str] = {}  # step -> its file relative to `root`, as the record names it
+    under = folder.relative_to(root).as_posix()  # once per folder: pathlib costs per step add up
     paths = [path for path in sorted(folder.glob("*.md")) if path.name.lower() != "readme.md"]
     too_many = too_many_steps(folder, len(paths))
     if too_many is not None:  # refused before a file is read
@@ -158,8 +178,8 @@ def _compile_one(
         step, found = read_step(path, str(path), registry)
         problems += found
         if step is not None:
-            steps[step.name] = step
-            texts.append(f"{path.relative_to(root).as_posix()}\n{path.read_text(encoding='utf-8')}")
+            steps[step.name], sources[step.name] = step, f"{under}/{path.name}"
+            texts.append(f"{sources[step.name]}\n{step.text}")  # the text read_step read
     if not steps and not problems:
         return None, [], steps  # a folder without steps is not a playbook
     if not PLAYBOOK_NAME.match(folder.name):
@@ -178,7 +198,9 @@ def _compile_one(
         problems += check_step(step, steps, graph, registry, known, event_fields)
     if problems or entry is None or entry.trigger is None:
         return None, problems, steps
-    compiled = [_compiled_step(steps[name], root, registry, event_fields or ()) for name in graph.order]
+    compiled = [
+        _compiled_step(steps[name], sources[name], registry, event_fields or ()) for name in graph.order
+    ]
     playbook = CompiledPlaybook(
         name=folder.name, trigger=entry.trigger, steps=tuple(compiled), content_hash=""
     )
@@ -188,7 +210,7 @@ def _compile_one(
 
 
 def _compiled_step(
-    step: StepFile, root: Path, registry: Registry, event_fields: tuple[TypedField, ...]
+    step: StepFile, source: str, registry: Registry, event_fields: tuple[TypedField, ...]
 ) -> PlaybookStep:
     budget = step.budget_usd if step.budget_usd is not None else registry.defaults.budget_usd
     carried = carried_fields(step, registry, event_fields)
@@ -203,7 +225,7 @@ def _compiled_step(
         carried=carried,
         budget_usd=budget,
         approval=step.approval or registry.defaults.approval,
-        source=Path(step.source).relative_to(root).as_posix(),
+        source=source,
     )
 
 

@@ -4,7 +4,8 @@ Refused: no entry or more than one, a step with neither `on:` nor `after:` (an o
 `after:` naming no step, a cycle (reported with its path, `a → b → a`), and a step that can
 never run because something it waits for never runs. What passes has a topological order
 with the entry first; whether one step is upstream of another (what its prose may reference)
-is a walk of the `after:` edges when asked. Every pass here is linear in steps and edges and
+is a walk of the `after:` edges when asked, kept to the steps placed between the two in that
+order (`Graph.is_upstream`). Every pass here is linear in steps and edges and
 none recurses, so no set of all ancestors is kept per step (quadratic in a long chain) and a
 deep chain cannot exhaust the stack.
 """
@@ -27,16 +28,30 @@ class Graph:
     entry: str | None = None
     order: list[str] = field(default_factory=list)  # runnable steps, entry first
     after: dict[str, tuple[str, ...]] = field(default_factory=dict)  # step -> steps it names that exist
+    rank: dict[str, int] = field(default_factory=dict)  # a runnable step's place in `order`
 
     def is_upstream(self, name: str, of: str) -> bool:
-        """Whether `name` runs before `of`: some path of `after:` edges leads from `of` to it."""
+        """Whether `name` runs before `of`: some path of `after:` edges leads from `of` to it.
+
+        When `of` runs, so does all it waits for, each placed before it in `order`, the entry
+        first: the entry and `of`'s own parents are answered at once, and the walk back from
+        `of` passes only steps placed after `name`, so a reference to a nearby step costs the
+        steps between the two, not the whole chain."""
+        high, low = self.rank.get(of), -1  # -1: `of` never runs, so the walk is not cut short
+        if high is not None:
+            low = self.rank.get(name, -1)
+            if low < 0 or low >= high:
+                return False  # `name` never runs, or runs no earlier than `of`
+            if low == 0 or name in self.after.get(of, ()):
+                return True
         seen: set[str] = set()
         todo = list(self.after.get(of, ()))
         while todo:
             step = todo.pop()
             if step == name:
                 return True
-            if step not in seen:
+            # A step placed before `name` cannot lead to it (unplaced ones count as after it).
+            if step not in seen and self.rank.get(step, low + 1) > low:
                 seen.add(step)
                 todo.extend(self.after.get(step, ()))
         return False
@@ -161,6 +176,7 @@ def _order(
                 sweep[child] = max(1 if p == entry else sweep[p] + (child < p) for p in after[child])
                 ready.append(child)
     graph.order = [entry, *sorted((name for name in sweep if name != entry), key=lambda n: (sweep[n], n))]
+    graph.rank = {name: place for place, name in enumerate(graph.order)}
     for name in waiting:
         if name in sweep or name in in_cycle or len(after[name]) != len(steps[name].after):
             continue  # it runs, or already reported: the cycle, or an `after:` naming no step

@@ -101,7 +101,7 @@ def _references(
     step: StepFile, steps: Mapping[str, StepFile], graph: Graph, event_fields: tuple[TypedField, ...] | None
 ) -> list[ConfigProblem]:
     problems = []
-    runs = step.name in graph.order  # else it never runs: its own problem says why
+    runs = step.name in graph.rank  # else it never runs: its own problem says why
     for ref in find_references(step.body, step.body_line):
 
         def problem(message: str) -> None:

@@ -71,6 +71,7 @@ class StepFile:
     budget_usd: float | None = None
     approval: str | None = None  # None: the registry's default
     warnings: list[ConfigProblem] = field(default_factory=list)  # what means nothing here
+    text: str = ""  # the whole file as read, for the content hash
 
     def line(self, key: str) -> int | None:
         return self.doc.line((key,))
@@ -100,7 +101,7 @@ def read_step(path: Path, source: str, registry: Registry) -> tuple[StepFile | N
     doc, problems = load_yaml(front, source, first_line=2)
     if doc is None:
         return None, problems
-    step = StepFile(path.stem, source, doc, body, body_line)
+    step = StepFile(path.stem, source, doc, body, body_line, text=text)
     if not STEP_NAME.match(step.name) or step.name in RESERVED_STEPS:
         message = (
             f"{path.name!r}: name a step file with lowercase letters, digits, - and _ (not event or steps)"
