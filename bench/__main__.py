@@ -40,6 +40,7 @@ from bench import (
     mcp,
     orchestration,
     parked,
+    playbook_compile,
     throughput,
     tokens,
 )
@@ -98,9 +99,21 @@ async def run_egress(size: str, out: Path) -> None:
     log(f"egress: written to {path}")
 
 
+def run_playbook_compile(size: str, out: Path) -> None:
+    """No stack: the compiler alone, a fresh process per size."""
+    sizes = {"quick": playbook_compile.Sizes.quick, "smoke": playbook_compile.Sizes.smoke}.get(
+        size, playbook_compile.Sizes
+    )()
+    log(f"playbook_compile: {sizes}")
+    load = [round(x, 2) for x in os.getloadavg()]
+    report = {**playbook_compile.run(sizes), "preset": size, "load_avg_at_start": load}
+    log(f"playbook_compile: written to {write_result('playbook_compile', report, out)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["all", "report", "worker", "chaos", "egress", *BENCHES])
+    own_servers = ["chaos", "egress", "playbook_compile"]  # benches that start no embedded stack
+    parser.add_argument("what", choices=["all", "report", "worker", *own_servers, *BENCHES])
     preset = parser.add_mutually_exclusive_group()
     preset.add_argument("--quick", action="store_true", help="smaller sizes (a few minutes in all)")
     preset.add_argument(
@@ -125,6 +138,8 @@ def main() -> None:
         asyncio.run(run_chaos(size, args.seed, args.out))
     elif args.what == "egress":  # no stack: bubblewrap, the proxies and a local server
         asyncio.run(run_egress("quick" if args.quick or args.smoke else "default", args.out))
+    elif args.what == "playbook_compile":
+        run_playbook_compile("quick" if args.quick else "smoke" if args.smoke else "default", args.out)
     elif args.what != "report":
         names = list(BENCHES) if args.what == "all" else [args.what]
         size = "quick" if args.quick else "full" if args.full else "smoke" if args.smoke else "default"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench import egress, report_costs, report_runs, report_steps
+from bench import egress, playbook_compile, report_costs, report_runs, report_steps
 from bench.tables import table
 
 Renderer = Callable[[dict[str, Any]], tuple[list[list[Any]], str]]
@@ -29,6 +29,7 @@ RENDER: dict[str, Renderer] = {
     "fanout": report_runs.fanout,
     "chaos": report_runs.chaos,
     "egress": egress.render,
+    "playbook_compile": playbook_compile.render,
 }
 TITLES = {
     "orchestration": "1. Orchestration overhead per step",
@@ -41,6 +42,7 @@ TITLES = {
     "fanout": "9. Fan-out to subagents",
     "chaos": "10. Chaos: deploys and crashes during a mixed workload",
     "egress": "11. Egress allowlist: the sandbox's proxies",
+    "playbook_compile": "12. Playbook compile",
 }
 
 
