@@ -8,7 +8,7 @@ result is recorded under its idempotency key before the activity returns.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import asdict
 from typing import Any
 
 from psycopg.rows import dict_row
@@ -19,18 +19,13 @@ from workflows.types import ToolCallResult
 
 
 async def save_specs(pool: AsyncConnectionPool, task_id: str, specs: list[ToolSpec]) -> None:
-    if not specs:
-        return
-    # One statement and one JSON document for them all: a task of 20 MCP servers saves ~120
-    # specs, and a row each (with `asdict`'s deep copies) was most of its listing's time.
-    document = json.dumps([{f.name: getattr(spec, f.name) for f in fields(spec)} for spec in specs])
     async with pool.connection() as conn:
-        await conn.execute(
-            "INSERT INTO task_tools (task_id, name, spec)"
-            " SELECT %s, given->>'name', given FROM jsonb_array_elements(%s::jsonb) AS given"
-            " ON CONFLICT (task_id, name) DO NOTHING",
-            (task_id, document),
-        )
+        async with conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO task_tools (task_id, name, spec) VALUES (%s, %s, %s)"
+                " ON CONFLICT (task_id, name) DO NOTHING",
+                [(task_id, spec.name, json.dumps(asdict(spec))) for spec in specs],
+            )
 
 
 async def load_specs(pool: AsyncConnectionPool, task_id: str, names: list[str]) -> dict[str, ToolSpec]:
