@@ -75,6 +75,9 @@ class Settings(BaseModel):
     github_app_private_key: SecretStr | None = None
     dashboard_url: str | None = None  # public address (default: http://<http_address>/dashboard)
     oidc: OidcSettings | None = None
+    # Message content (answers, tool arguments and results) on GenAI spans, masked; off by
+    # default, as OpenTelemetry's GenAI conventions ask.
+    trace_message_content: bool = False
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -114,6 +117,7 @@ class Settings(BaseModel):
             github_app_private_key=_secret("GITHUB_APP_PRIVATE_KEY"),
             dashboard_url=_env("OPENLOOP_DASHBOARD_URL"),
             oidc=_oidc_from_env(),
+            trace_message_content=(_env("OPENLOOP_TRACE_MESSAGE_CONTENT", "") or "").lower() in ("1", "true"),
         )
 
     @property

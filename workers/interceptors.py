@@ -1,9 +1,12 @@
 """Worker interceptors that make a task readable from the outside, without touching its logic.
 
-- Activities: the model call's model, tokens and cost (and a tool call's tool and outcome)
-  become attributes of the current OpenTelemetry span (the `RunActivity:` span when the
-  tracing interceptor runs outside this one) and Temporal metrics.
-- Workflows: every activity gets a summary that says what it does ("step 3: ask
+- Activities: a model call runs in a `chat {model}` span and a tool call in an
+  `execute_tool {tool}` span (OpenTelemetry GenAI conventions, `activities.genai_spans`),
+  under the `RunActivity:` span when the tracing interceptor runs outside this one; model
+  tokens and cost and tool outcomes are counted in Temporal metrics too.
+- Workflows: each run of a task is an `invoke_agent {agent}` span with the run's activity
+  spans under it (`workers.agent_span`).
+- Every activity gets a summary that says what it does ("step 3: ask
   gpt-4o-mini", "step 4: run github.create_issue"), so the history in the Web UI reads like a
   story; tasks started and finished (by status) are counted through the workflow's metric
   meter, which records nothing while replaying.
@@ -31,7 +34,9 @@ from temporalio.worker import (
     WorkflowOutboundInterceptor,
 )
 
-from activities.store.tool_calls import record_tool_span_attributes
+from activities import genai_spans
+from activities.genai_spans import GenAiTracing
+from workers.agent_span import AgentRunScope, AgentSpanMaker
 from workflows import activity_options
 from workflows.mcp_types import McpCallInput, McpListInput
 from workflows.types import (
@@ -44,6 +49,7 @@ from workflows.types import (
     ResolveApprovalRequestInput,
     TaskInput,
     TaskResult,
+    TaskStatus,
     ToolCallInput,
     ToolCallResult,
 )
@@ -64,64 +70,80 @@ TOOL_CALLS = "openloop_tool_calls"
 
 
 class TaskTelemetryInterceptor(Interceptor):
-    """Span attributes, metrics and history summaries for OpenLoop tasks."""
+    """Spans, metrics and history summaries for OpenLoop tasks.
+
+    GenAI spans (`invoke_agent`, `chat`, `execute_tool`) go to `tracer_provider`, the
+    process-wide one if None; message content rides on them only with `capture_content`.
+    """
+
+    def __init__(
+        self, tracer_provider: trace.TracerProvider | None = None, *, capture_content: bool = False
+    ) -> None:
+        self._provider = tracer_provider
+        self._capture_content = capture_content
+        self._agent_spans = AgentSpanMaker(tracer_provider)
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _ActivityInbound(next)
+        tracing = GenAiTracing(genai_spans.tracer_for(self._provider), self._capture_content)
+        return _ActivityInbound(next, tracing)
 
     def workflow_interceptor_class(
         self, input: WorkflowInterceptorClassInput
     ) -> type[WorkflowInboundInterceptor] | None:
+        input.unsafe_extern_functions.update(self._agent_spans.extern_functions())
         return _WorkflowInbound
 
 
 class _ActivityInbound(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, tracing: GenAiTracing) -> None:
+        super().__init__(next)
+        self._tracing = tracing
+
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
-        result = await super().execute_activity(input)
         arg = input.args[0] if input.args else None
-        if isinstance(result, ModelCallResult) and isinstance(arg, ModelCallInput):
-            record_model_span_attributes(trace.get_current_span(), arg, result)
-            task = arg.task_or_none()
-            labels = {"model": result.usage.model, "agent": task.agent_name if task else ""}
-            meter = activity.metric_meter()
-            tokens = meter.create_counter(MODEL_TOKENS, "Model tokens used", "tokens")
-            tokens.add(result.usage.prompt_tokens, {**labels, "kind": "prompt"})
-            tokens.add(result.usage.completion_tokens, {**labels, "kind": "completion"})
-            meter.create_histogram_float(MODEL_COST_USD, "Cost of model calls", "USD").record(
-                result.usage.cost_usd, labels
+        with genai_spans.using(self._tracing):
+            if isinstance(arg, ModelCallInput):
+                return await self._model_call(input, arg)
+            call = arg.call if isinstance(arg, McpCallInput) else arg
+            if isinstance(call, ToolCallInput):
+                with genai_spans.tool_span(call) as span:
+                    result = await super().execute_activity(input)
+                    if isinstance(result, ToolCallResult):
+                        genai_spans.end_tool_span(span, call, result)
+                        if not isinstance(arg, McpCallInput):  # MCP calls: not counted here (as before)
+                            _count_tool_call(call.tool, result)
+                return result
+            return await super().execute_activity(input)
+
+    async def _model_call(self, input: ExecuteActivityInput, arg: ModelCallInput) -> Any:
+        with self._tracing.tracer.start_as_current_span(
+            f"chat {arg.model or ''}".strip(),
+            kind=trace.SpanKind.CLIENT,
+            attributes=genai_spans.chat_request_attributes(arg),
+        ) as span:
+            try:
+                result = await super().execute_activity(input)
+            except Exception as err:
+                span.set_attribute("error.type", type(err).__name__)
+                raise
+            if not isinstance(result, ModelCallResult):
+                return result
+            span.set_attributes(
+                genai_spans.chat_response_attributes(arg, result, self._tracing.capture_content)
             )
-            # Tool calls folded into the model call ran in it.
-            folded = arg.folded_calls
-            for call, outcome in zip(folded, result.tool_results, strict=False):
-                _count_tool_call(call.tool, outcome)
-        elif isinstance(result, ToolCallResult) and isinstance(arg, ToolCallInput):
-            record_tool_span_attributes(trace.get_current_span(), arg, result)
-            _count_tool_call(arg.tool, result)
+        task = arg.task_or_none()
+        labels = {"model": result.usage.model, "agent": task.agent_name if task else ""}
+        meter = activity.metric_meter()
+        tokens = meter.create_counter(MODEL_TOKENS, "Model tokens used", "tokens")
+        tokens.add(result.usage.prompt_tokens, {**labels, "kind": "prompt"})
+        tokens.add(result.usage.completion_tokens, {**labels, "kind": "completion"})
+        meter.create_histogram_float(MODEL_COST_USD, "Cost of model calls", "USD").record(
+            result.usage.cost_usd, labels
+        )
+        # Tool calls folded into the model call ran in it.
+        for call, outcome in zip(arg.folded_calls, result.tool_results, strict=False):
+            _count_tool_call(call.tool, outcome)
         return result
-
-
-def record_model_span_attributes(span: trace.Span, inp: ModelCallInput, result: ModelCallResult) -> None:
-    """Model, tokens and cost of one model call on `span` (GenAI semantic convention names)."""
-    if not span.is_recording():
-        return
-    span.set_attributes(
-        {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": inp.model or "",  # the route's first
-            "gen_ai.response.model": result.usage.model,
-            "gen_ai.request.max_tokens": inp.max_tokens,
-            "gen_ai.usage.input_tokens": result.usage.prompt_tokens,
-            "gen_ai.usage.output_tokens": result.usage.completion_tokens,
-            "gen_ai.response.finish_reasons": [result.finish_reason],
-            "openloop.cost_usd": result.usage.cost_usd,
-            "openloop.task_id": inp.task_id,
-            "openloop.step": inp.step,
-            "openloop.agent": task.agent_name if (task := inp.task_or_none()) else "",
-            "openloop.purpose": inp.purpose,
-            "openloop.tool_calls": len(result.tool_calls),
-            "openloop.offline": result.offline,
-        }
-    )
 
 
 def _count_tool_call(tool: str, result: ToolCallResult) -> None:
@@ -143,16 +165,30 @@ class _WorkflowInbound(WorkflowInboundInterceptor):
         if task.carried is None:  # a continued run is the same task
             meter.create_counter(TASKS_STARTED, "Agent tasks started").add(1, labels)
         finished = meter.create_counter(TASKS_FINISHED, "Agent tasks finished, by status")
+        span = AgentRunScope.begin(task)
         try:
             result = await super().execute_workflow(input)
         except asyncio.CancelledError:
             finished.add(1, {**labels, "status": "CANCELLED"})
+            if span:
+                span.end("CANCELLED", error="cancelled")
             raise
-        except FailureError:
+        except FailureError as err:
             finished.add(1, {**labels, "status": "ERROR"})
+            if span:
+                span.end("ERROR", error=type(err).__name__)
+            raise
+        except workflow.ContinueAsNewError:
+            if span:
+                span.end("CONTINUED_AS_NEW")
             raise
         if isinstance(result, TaskResult):
             finished.add(1, {**labels, "status": result.status.value})
+            if span:
+                failed = "task_error" if result.status == TaskStatus.ERROR else ""
+                span.end(result.status.value, result, error=failed)
+        elif span:
+            span.end("UNKNOWN")
         return result
 
 

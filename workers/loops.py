@@ -36,7 +36,7 @@ def build_loop_workers(
     problem = sandbox_problem()
     if problem:
         log.error("the sandbox cannot run here, so loops that use it will stop with ERROR: %s", problem)
-    interceptors = list(worker_interceptors())
+    interceptors = list(worker_interceptors(settings))
     shared = Worker(
         client,
         task_queue=settings.loop_task_queue,

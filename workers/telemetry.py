@@ -3,7 +3,10 @@
 Tracing: spans around workflows and activities come from temporalio's `TracingInterceptor`
 on the client (`StartWorkflow:` is the root; `RunWorkflow:`, `StartActivity:` and
 `CompleteWorkflow:` are its children, each `RunActivity:` a child of its `StartActivity:`);
-`worker_interceptors()` adds the model, tokens and cost to the activity spans.
+`worker_interceptors()` adds OpenTelemetry GenAI spans (semantic conventions v1.41.0): an
+`invoke_agent {agent}` span per task run, with a `chat {model}` span per model call and an
+`execute_tool {tool}` span per tool call under it (`activities.genai_spans`); message
+content is on them only with OPENLOOP_TRACE_MESSAGE_CONTENT=1, masked.
 Where spans go follows the OpenTelemetry env: `OTEL_TRACES_EXPORTER` (otlp, console, none),
 else OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` (or `..._TRACES_ENDPOINT`) is set, else nowhere.
 `openloop up --trace-console` (OPENLOOP_TRACE_CONSOLE=1) prints them.
@@ -21,6 +24,7 @@ import os
 import sys
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -36,6 +40,7 @@ from temporalio.runtime import OpenTelemetryConfig, PrometheusConfig, Runtime, T
 from temporalio.worker import Interceptor
 
 from config.settings import Settings
+from workers.span_ids import PinnableIds
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +83,10 @@ def _otlp_span_exporter(env: Mapping[str, str]) -> SpanExporter | None:
 
 
 def _headers(env: Mapping[str, str], name: str) -> dict[str, str]:
-    """`key=value,key2=value2`, as the OTLP exporter env variables spell headers."""
+    """`key=value,key2=value2`, as the OTLP exporter env variables spell headers; values are
+    URL-encoded there (`Authorization=Basic%20…`, as Langfuse's instructions give it)."""
     pairs = (pair.split("=", 1) for pair in _env(env, name).split(",") if "=" in pair)
-    return {key.strip(): value.strip() for key, value in pairs}
+    return {key.strip(): unquote(value.strip()) for key, value in pairs}
 
 
 def trace_exporter_names(env: Mapping[str, str], console: bool = False) -> list[str]:
@@ -117,7 +123,8 @@ def build_tracer_provider(
     if settings is not None:
         attributes["openloop.namespace"] = settings.namespace
         attributes["openloop.task_queue"] = settings.task_queue
-    provider = TracerProvider(resource=Resource.create(attributes))
+    # Pinnable ids: a task run's agent span is made with the ids its workflow derived.
+    provider = TracerProvider(resource=Resource.create(attributes), id_generator=PinnableIds())
     for exporter, immediate in exporters:
         processor = SimpleSpanProcessor(exporter) if immediate else BatchSpanProcessor(exporter)
         provider.add_span_processor(processor)
@@ -157,13 +164,18 @@ def tracing_interceptors(
     return [TracingInterceptor(provider.get_tracer(TRACER_NAME), always_create_workflow_spans=True)]
 
 
-def worker_interceptors() -> list[Interceptor]:
-    """For `Worker(interceptors=...)`: model usage on spans, metrics, history summaries."""
+def worker_interceptors(
+    settings: Settings | None = None, *, tracer_provider: trace.TracerProvider | None = None
+) -> list[Interceptor]:
+    """For `Worker(interceptors=...)`: GenAI spans, metrics, history summaries. Spans go to
+    `tracer_provider` (tests), else the process-wide one; message content on them only when
+    `settings.trace_message_content` is on."""
     # Imported here, not at the top: the client side (surfaces.client) imports this module
     # for `tracing_interceptors` and must not pull in the activity code the interceptor uses.
     from workers.interceptors import TaskTelemetryInterceptor
 
-    return [TaskTelemetryInterceptor()]
+    content = settings.trace_message_content if settings is not None else False
+    return [TaskTelemetryInterceptor(tracer_provider, capture_content=content)]
 
 
 def metrics_config(env: Mapping[str, str] | None = None) -> PrometheusConfig | OpenTelemetryConfig | None:

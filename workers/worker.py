@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from opentelemetry.trace import TracerProvider
 from temporalio.client import Client
 from temporalio.worker import Worker
 
@@ -88,9 +89,11 @@ def build_worker(
     max_cached_workflows: int = MAX_CACHED_WORKFLOWS,
     max_concurrent_activities: int = MAX_CONCURRENT_ACTIVITIES,
     max_concurrent_workflow_tasks: int = MAX_CONCURRENT_WORKFLOW_TASKS,
+    tracer_provider: TracerProvider | None = None,
     **worker_options: Any,
 ) -> Worker:
-    """A worker for every OpenLoop workflow and activity (tests may swap in stand-ins)."""
+    """A worker for every OpenLoop workflow and activity (tests may swap in stand-ins, and
+    send its spans to a `tracer_provider` of their own)."""
     from activities import runtime
 
     runtime.configure(settings)
@@ -110,6 +113,9 @@ def build_worker(
         max_concurrent_activities=max_concurrent_activities,
         max_concurrent_workflow_tasks=max_concurrent_workflow_tasks,
         max_cached_workflows=max_cached_workflows,
-        interceptors=[*worker_interceptors(), *worker_options.pop("interceptors", ())],
+        interceptors=[
+            *worker_interceptors(settings, tracer_provider=tracer_provider),
+            *worker_options.pop("interceptors", ()),
+        ],
         **worker_options,
     )

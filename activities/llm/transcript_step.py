@@ -13,15 +13,15 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from opentelemetry import trace
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 from temporalio.exceptions import ApplicationError
 
+from activities import genai_spans
 from activities.llm.compaction import build_prompt
 from activities.runtime import runtime
 from activities.store import ledger, task_constants, transcript
-from activities.store.tool_calls import bound_and_audit, record_tool_span_attributes
+from activities.store.tool_calls import bound_and_audit
 from activities.store.transcript import SUMMARY_INSTRUCTION, SUMMARY_ROLE
 from activities.tools.tool_activities import execute_tool
 from workflows.errors import ErrorType
@@ -107,11 +107,11 @@ async def _run_folded(
     rows, results = [], []
     for call in calls:
         # A span of its own under the model call's, as the tool activity would have.
-        with trace.get_tracer(__name__).start_as_current_span(f"RunTool:{call.tool}") as span:
+        with genai_spans.tool_span(call) as span:
             full = await execute_tool(call, rt)
             async with pool.connection() as conn:
                 bounded = await bound_and_audit(conn, call, full)
-            record_tool_span_attributes(span, call, bounded)
+            genai_spans.end_tool_span(span, call, bounded)
         message = ChatMessage(
             "tool",
             bounded.output,

@@ -55,7 +55,9 @@ def _input() -> TaskInput:
     )
 
 
-async def _run_task(starter: Client, worker_client: Client, task_queue: str) -> TaskResult:
+async def _run_task(
+    starter: Client, worker_client: Client, task_queue: str, provider: TracerProvider
+) -> TaskResult:
     inp = _input()
     async with Worker(
         worker_client,
@@ -63,7 +65,7 @@ async def _run_task(starter: Client, worker_client: Client, task_queue: str) -> 
         workflows=[AgentTaskWorkflow],
         activities=_script().activities(),
         workflow_runner=workflow_runner(),
-        interceptors=worker_interceptors(),
+        interceptors=worker_interceptors(tracer_provider=provider),
     ):
         return await starter.execute_workflow(
             AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue
@@ -100,7 +102,7 @@ async def test_one_trace_per_task_from_the_start_call_down_to_each_activity(
 ) -> None:
     provider, exporter = _memory_provider()
     # The surface that starts the task and the worker that runs it have their own clients.
-    result = await _run_task(_traced(client, provider), _traced(client, provider), task_queue)
+    result = await _run_task(_traced(client, provider), _traced(client, provider), task_queue, provider)
     assert result.status == TaskStatus.SUCCESS
     spans = exporter.get_finished_spans()
 
@@ -113,7 +115,13 @@ async def test_one_trace_per_task_from_the_start_call_down_to_each_activity(
     assert (run.attributes or {})["temporalWorkflowID"] == result.task_id
 
     # TracingInterceptor hangs the workflow's spans from the start span (replay-safe: it
-    # comes from the task's headers); each activity run is the child of its start.
+    # comes from the task's headers), the activities' through the run's agent span (its ids
+    # derived from the run id); each activity run is the child of its start.
+    [agent] = _named(spans, "invoke_agent helper")
+    assert _parent_name(spans, agent) == start.name
+    # It lasts the run: from the run's start to its completion.
+    assert (agent.start_time or 0) <= (run.start_time or 0)
+    assert (agent.end_time or 0) >= (complete.end_time or 0) > (agent.start_time or 0)
     starts = [s for s in spans if s.name.startswith("StartActivity:")]
     assert {s.name for s in starts} >= {
         "StartActivity:openloop.surface.task_started",
@@ -122,16 +130,18 @@ async def test_one_trace_per_task_from_the_start_call_down_to_each_activity(
         "StartActivity:openloop.tool.run",
         "StartActivity:openloop.surface.post_reply",
     }
-    assert all(_parent_name(spans, s) == start.name for s in starts)
+    assert all(_parent_name(spans, s) == agent.name for s in starts)
     runs = [s for s in spans if s.name.startswith("RunActivity:")]
     assert len(runs) == len(starts)
     for span in runs:
         assert _parent_name(spans, span) == span.name.replace("RunActivity:", "StartActivity:")
     assert run.start_time is not None and all((s.start_time or 0) >= run.start_time for s in starts)
 
-    # Model, tokens and cost ride on the model call's span; the tool's name on the tool's.
-    model_runs = sorted(_named(spans, "RunActivity:openloop.model.call"), key=lambda s: s.start_time or 0)
+    # Model, tokens and cost ride on each model call's `chat` span, under its activity's;
+    # the tool's name on the tool's `execute_tool` span.
+    model_runs = sorted([s for s in spans if s.name.startswith("chat ")], key=lambda s: s.start_time or 0)
     assert len(model_runs) == 2
+    assert {_parent_name(spans, s) for s in model_runs} == {"RunActivity:openloop.model.call"}
     attrs = dict(model_runs[0].attributes or {})
     assert attrs["gen_ai.response.model"] == "scripted/model"
     assert attrs["gen_ai.usage.input_tokens"] == 150
@@ -141,8 +151,9 @@ async def test_one_trace_per_task_from_the_start_call_down_to_each_activity(
     assert attrs["openloop.tool_calls"] == 1
     total = sum(float(str((s.attributes or {})["openloop.cost_usd"])) for s in model_runs)
     assert total == pytest.approx(0.0007)
-    [tool] = _named(spans, "RunActivity:openloop.tool.run")
-    assert (tool.attributes or {})["openloop.tool"] == "memory.save"
+    [tool] = _named(spans, "execute_tool memory.save")
+    assert _parent_name(spans, tool) == "RunActivity:openloop.tool.run"
+    assert (tool.attributes or {})["gen_ai.tool.name"] == "memory.save"
     assert (tool.attributes or {})["openloop.tool.ok"] is True
 
 
@@ -179,7 +190,7 @@ async def test_spans_go_to_the_otlp_endpoint_from_the_environment(
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": collector, "OTEL_SERVICE_NAME": "ol-test"}
     provider = build_tracer_provider(env)
     assert provider is not None
-    await _run_task(_traced(client, provider), _traced(client, provider), task_queue)
+    await _run_task(_traced(client, provider), _traced(client, provider), task_queue, provider)
     assert provider.force_flush(10_000)
     assert _Collector.received, "nothing reached the collector"
     spans: dict[str, dict[str, object]] = {}
@@ -194,8 +205,9 @@ async def test_spans_go_to_the_otlp_endpoint_from_the_environment(
                     spans[span.name] = {a.key: a.value for a in span.attributes}
     provider.shutdown()
     assert services == {"ol-test"}
-    assert {"RunWorkflow:openloop.AgentTask", "RunActivity:openloop.model.call"} <= set(spans)
-    input_tokens = spans["RunActivity:openloop.model.call"]["gen_ai.usage.input_tokens"]
+    assert {"RunWorkflow:openloop.AgentTask", "invoke_agent helper"} <= set(spans)
+    [chat] = [name for name in spans if name.startswith("chat ")]
+    input_tokens = spans[chat]["gen_ai.usage.input_tokens"]
     assert getattr(input_tokens, "int_value", None) in (150, 210)
 
 
