@@ -98,11 +98,14 @@ async def task_events(request: Request, task_id: str, who: Person = Depends(pers
         yield "retry: 3000\n\n"
         while time.monotonic() < deadline and not await request.is_disconnected():
             description = await describe_task(client, task_id)
-            if description.history_length != seen:
+            closed = description.status != WorkflowExecutionStatus.RUNNING
+            # Once closed, render once more: a page read while the task was finishing may hold
+            # its final history with the status it had a moment before.
+            if description.history_length != seen or closed:
                 page = await task_page(client, task_id, pool)
                 seen = page.history_length
                 yield sse("update", fragment.render(page=page, me=who))
-            if description.status != WorkflowExecutionStatus.RUNNING:
+            if closed:
                 yield sse("done", "")
                 return
             await asyncio.sleep(STREAM_POLL_SECONDS)
