@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from temporalio.client import WorkflowHandle
@@ -24,6 +25,9 @@ from workflows.types import ApprovalDecision, ApprovalRequest, TaskResult, TaskS
 
 PENDING_APPROVAL_TIMEOUT_S = 60.0
 POLL_INTERVAL_S = 0.05
+# A query sent while the task is between runs (continue-as-new) or its workflow task is in flight
+# may go unanswered on the time-skipping server; ask again rather than wait forever.
+QUERY_RPC_TIMEOUT = timedelta(seconds=10)
 
 T = TypeVar("T")
 
@@ -79,7 +83,7 @@ async def pending_approval(
     deadline = time.monotonic() + within
     while True:
         try:
-            status = await handle.query(AgentTaskWorkflow.status)
+            status = await handle.query(AgentTaskWorkflow.status, rpc_timeout=QUERY_RPC_TIMEOUT)
         except RPCError as err:
             # A loaded machine may answer a query late: ask again, within the same deadline.
             late = (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED)  # "Timeout expired"
