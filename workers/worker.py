@@ -18,6 +18,7 @@ from activities.github.pull_request import open_pull_request
 from activities.llm.model_activities import call_model
 from activities.loops.loop_activities import LOOP_STORE_ACTIVITIES
 from activities.mcp.mcp_activities import call_mcp_tool, list_mcp_tools
+from activities.mcp.worker_lifetime import mcp_sessions_held
 from activities.playbooks.playbook_activities import PLAYBOOK_ACTIVITIES
 from activities.store import store_activities
 from activities.store.skill_activities import load_skill
@@ -80,6 +81,14 @@ ACTIVITIES: Sequence[Callable[..., Any]] = (
 )
 
 
+class OpenLoopWorker(Worker):
+    """A Temporal worker that closes the process's MCP sessions when it stops."""
+
+    async def run(self) -> None:
+        async with mcp_sessions_held():
+            await super().run()
+
+
 def build_worker(
     client: Client,
     settings: Settings,
@@ -104,7 +113,7 @@ def build_worker(
         max_concurrent_workflow_tasks = max(
             2, min(max_concurrent_workflow_tasks, max_cached_workflows // CACHE_PER_SLOT)
         )
-    return Worker(
+    return OpenLoopWorker(
         client,
         task_queue=task_queue or settings.task_queue,
         workflows=list(WORKFLOWS),

@@ -1,7 +1,8 @@
 """Connecting to one MCP server with the official SDK: stdio or streamable HTTP.
 
-A connection lives inside one task of one activity: opened, used and closed there (the
-SDK's cancel scopes break when a session is closed from another task). Secrets come from
+A connection is opened and closed by one task (the SDK's cancel scopes break when a session
+is closed from another task): `connect` for one use, or a cached session's own task
+(`activities.mcp.sessions`), on which any task may send requests. Secrets come from
 the environment variables the config names, read here and never put in history. Failures
 are sorted for Temporal: a server that cannot be reached is retried, a protocol error is not,
 nor a credential the server refuses (`activities.mcp.refusal`).
@@ -22,6 +23,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CONNECTION_CLOSED
 from temporalio.exceptions import ApplicationError
 
 from activities.mcp.refusal import RefusalWatch, refused
@@ -37,21 +39,29 @@ async def connect(server: McpServer) -> AsyncIterator[Client]:
     watch = RefusalWatch()
     try:
         async with contextlib.AsyncExitStack() as stack:
-            target = await _target(server, stack, watch)
-            client = await stack.enter_async_context(
-                Client(target, read_timeout_seconds=server.timeout_seconds)
-            )
-            yield client
+            yield await open_client(server, stack, watch)
     except BaseException as err:
-        raise _classified(server, err, watch) from None
+        raise classified(server, err, watch) from None
 
 
-def _classified(server: McpServer, err: BaseException, watch: RefusalWatch) -> BaseException:
+async def open_client(server: McpServer, stack: contextlib.AsyncExitStack, watch: RefusalWatch) -> Client:
+    """A client for `server`, initialised, its transport's contexts entered on `stack` (which
+    must be closed by the task that opened it)."""
+    target = await _target(server, stack, watch)
+    return await stack.enter_async_context(Client(target, read_timeout_seconds=server.timeout_seconds))
+
+
+def classified(server: McpServer, err: BaseException, watch: RefusalWatch) -> BaseException:
+    """`err` as the Temporal application error it means (a cancellation or a bug: as it is)."""
     inner = _innermost(err)
     if isinstance(inner, ApplicationError):
         return inner
     if watch.status is not None and isinstance(inner, Exception):
         return refused(server, watch.status)  # the SDK says only "Server returned an error response"
+    if isinstance(inner, MCPError) and inner.code == CONNECTION_CLOSED:
+        return ApplicationError(
+            f"the MCP server {server.name} closed the connection", type=ErrorType.MCP_UNAVAILABLE
+        )
     if isinstance(inner, MCPError):
         return ApplicationError(
             f"the MCP server {server.name} answered with an error: {inner.message}",
@@ -79,14 +89,21 @@ def describe(err: BaseException) -> str:
     return text.splitlines()[0][:200]
 
 
+def credentials(server: McpServer) -> dict[str, str]:
+    """What the worker sends `server` from its environment: the stdio process's environment,
+    or the HTTP headers (static and resolved). Secrets: never logged, only hashed."""
+    if server.transport == "stdio":
+        return {name: _env(server, name) for name in server.env_from}
+    variables = server.headers_from_env.items()
+    lookup = functools.partial(_env, server)
+    return {**server.headers, **{header: header_value(value, lookup) for header, value in variables}}
+
+
 async def _target(server: McpServer, stack: contextlib.AsyncExitStack, watch: RefusalWatch) -> Any:
     if server.transport == "stdio":
         command = server.command or []
-        env = {name: _env(server, name) for name in server.env_from}
-        return StdioServerParameters(command=command[0], args=command[1:], env=env)
-    variables = server.headers_from_env.items()
-    lookup = functools.partial(_env, server)
-    headers = {**server.headers, **{header: header_value(value, lookup) for header, value in variables}}
+        return StdioServerParameters(command=command[0], args=command[1:], env=credentials(server))
+    headers = credentials(server)
     timeout = httpx2.Timeout(CONNECT_SECONDS, read=server.timeout_seconds)
     http = await stack.enter_async_context(http_client(headers=headers, timeout=timeout, watch=watch))
     return streamable_http_client(server.url or "", http_client=http)

@@ -1,10 +1,14 @@
 """The MCP gateway: a server's allowed tools as catalog specs, and one checked call.
 
 Every listed tool becomes the catalog's own `ToolSpec` (name `server.tool`, description,
-canonical JSON schema and its sha256), so no SDK type reaches a workflow. A call first lists
-the tool again: a schema that changed since the task started is refused, since the model
-built its arguments for the old one. Tool errors (`isError`) are results the model hears
-about; the idempotency key rides in the call's `_meta`.
+canonical JSON schema and its sha256), so no SDK type reaches a workflow. Requests go over
+the worker's cached session to the server (`activities.mcp.sessions`), and the listing is
+reused for a while (`activities.mcp.listings`). A call first checks the tool's schema against
+that listing (a write: against a fresh one), listing afresh when it does not match: a schema
+that changed since the task started is refused, since the model built its arguments for the
+old one. Tool errors (`isError`) are results the model hears about; after one, the tools are
+listed afresh, so a schema that changed under a reused listing is told as such. The
+idempotency key rides in the call's `_meta`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 
 from mcp import Client
 
-from activities.mcp.client import connect
+from activities.mcp.listings import listings
+from activities.mcp.sessions import sessions
 from activities.tool_errors import ToolErrorKind
 from config.mcp import McpServer
 from workflows.tool_catalog import ToolRuns, ToolSpec, canonical_schema, schema_sha256
@@ -24,15 +29,30 @@ from workflows.types import ToolCallResult
 log = logging.getLogger(__name__)
 
 IDEMPOTENCY_META = "openloop/idempotency_key"
-MAX_PAGES = 20
 MAX_DESCRIPTION = 1024
 MODEL_NAME_LIMIT = 64  # providers cap a function name's length
+MAX_BUILT = 256  # listings whose specs are kept
 
 
 async def allowed_specs(server: McpServer) -> list[ToolSpec]:
-    """The server's tools its allow list names, as specs."""
-    async with connect(server) as client:
-        tools = await _listing(client)
+    """The server's tools its allow list names, as specs (built once per reused listing)."""
+    tools, _ = await listings().tools(server)
+    config = server.model_dump_json()
+    built = _built.pop((id(tools), config), None)
+    if built is not None and built[0] is tools:
+        _built[id(tools), config] = built  # most recently used last: evicted last
+        return list(built[1])
+    specs = _specs(server, tools)
+    _built[id(tools), config] = (tools, specs)
+    while len(_built) > MAX_BUILT:
+        _built.pop(next(iter(_built)))
+    return list(specs)
+
+
+_built: dict[tuple[int, str], tuple[list[Any], list[ToolSpec]]] = {}  # least recently used first
+
+
+def _specs(server: McpServer, tools: list[Any]) -> list[ToolSpec]:
     specs = []
     for tool in tools:
         if not server.allows(tool.name):
@@ -60,37 +80,57 @@ def spec_of(server: McpServer, tool: str, description: str, schema: dict[str, An
 async def call(
     server: McpServer, tool: str, arguments: dict[str, Any], key: str, schema_sha: str
 ) -> ToolCallResult:
-    """Call `tool` once, if its schema is still the one the model saw."""
-    async with connect(server) as client:
-        current = next((t for t in await _listing(client) if t.name == tool), None)
-        if current is None:
-            return _refused(
-                ToolErrorKind.NOT_FOUND, f"{server.name}.{tool} is no longer offered by its server"
-            )
-        if schema_sha256(canonical_schema(current.input_schema)) != schema_sha:
-            return _refused(
-                ToolErrorKind.INVALID,
-                f"the schema of {server.name}.{tool} changed since this task started, so the call was not "
-                "made; a new task will see the new schema",
-            )
-        meta: Any = {IDEMPOTENCY_META: key}  # RequestParamsMeta takes extra keys
-        result = await client.call_tool(tool, arguments, meta=meta)
+    """Call `tool` once, if its schema is still the one the model saw: a read checked against
+    the reused listing, a write (approved for arguments of that schema) against a fresh one."""
+    writes = server.is_write(tool)
+    tools, reused = await listings().tools(server, refresh=writes)
+    current = _current(tools, tool)
+    if reused and (current is None or _sha(current) != schema_sha):
+        tools, reused = await listings().tools(server, refresh=True)  # out of date, or really changed
+        current = _current(tools, tool)
+    if current is None:
+        return _refused(ToolErrorKind.NOT_FOUND, f"{server.name}.{tool} is no longer offered by its server")
+    if _sha(current) != schema_sha:
+        return _schema_changed(server, tool, "so the call was not made")
+    meta: Any = {IDEMPOTENCY_META: key}  # RequestParamsMeta takes extra keys
+
+    async def send(client: Client) -> Any:
+        return await client.call_tool(tool, arguments, meta=meta)
+
+    try:
+        result = await sessions().run(server, send, repeatable=not writes)
+    except Exception:
+        listings().forget(server)
+        raise
     text = _text(result.content, result.structured_content)
-    if result.is_error:
-        return _refused(ToolErrorKind.FAILED, text)
-    return ToolCallResult(ok=True, output=text)
+    if not result.is_error:
+        return ToolCallResult(ok=True, output=text)
+    if reused:  # the server may have refused arguments built for a schema it no longer has
+        try:
+            tools, _ = await listings().tools(server, refresh=True)
+        except Exception:  # the server's own answer stands
+            tools = [current]
+        now = _current(tools, tool)
+        if now is None or _sha(now) != schema_sha:
+            refusal = f"and the server refused the call made for the old one ({text})"
+            return _schema_changed(server, tool, refusal)
+    return _refused(ToolErrorKind.FAILED, text)
 
 
-async def _listing(client: Client) -> list[Any]:
-    tools: list[Any] = []
-    cursor = None
-    for _ in range(MAX_PAGES):
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh")
-        tools += page.tools
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-    return tools
+def _schema_changed(server: McpServer, tool: str, what_happened: str) -> ToolCallResult:
+    return _refused(
+        ToolErrorKind.INVALID,
+        f"the schema of {server.name}.{tool} changed since this task started, {what_happened}; "
+        "a new task will see the new schema",
+    )
+
+
+def _current(tools: list[Any], name: str) -> Any:
+    return next((t for t in tools if t.name == name), None)
+
+
+def _sha(tool: Any) -> str:
+    return schema_sha256(canonical_schema(tool.input_schema))
 
 
 def _text(content: list[Any], structured: Any) -> str:

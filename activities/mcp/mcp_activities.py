@@ -1,7 +1,8 @@
 """The MCP activities: list a task's servers at its start, and call one tool.
 
-Listing runs every server at once and reports each one's failure in the result (a task goes
-on without a server that is down, unless the agent marks it required). A call returns the
+Listing runs the servers at once (up to `PARALLEL_LISTINGS`), each from the worker's reused
+listing while it is fresh, and reports each one's failure in the result (a task goes on
+without a server that is down, unless the agent marks it required). A call returns the
 recorded result when a retried attempt finds the first one's, so a write whose answer was
 recorded is not sent twice; its output is bounded and audited like a native tool's. A call
 heartbeats while it waits for the server, so one whose worker died is retried soon.
@@ -26,12 +27,19 @@ from workflows.tool_catalog import ToolSpec
 from workflows.types import ActivityName, ToolCallResult
 
 LIST_GRACE_SECONDS = 5.0  # beyond a server's own timeout, for connecting and closing
+PARALLEL_LISTINGS = 16  # servers listed at once by one activity
 
 
 @activity.defn(name=ActivityName.MCP_LIST_TOOLS)
 async def list_mcp_tools(inp: McpListInput) -> McpListResult:
+    bound = asyncio.Semaphore(PARALLEL_LISTINGS)
+
+    async def bounded(server: McpServer) -> tuple[list[ToolSpec], McpServerStatus]:
+        async with bound:
+            return await _list_one(server)
+
     async with beating("listing MCP tools"):
-        listed = await asyncio.gather(*(_list_one(server) for server in inp.servers))
+        listed = await asyncio.gather(*(bounded(server) for server in inp.servers))
     result = McpListResult()
     for specs, status in listed:
         result.specs += specs

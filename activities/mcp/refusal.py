@@ -19,17 +19,23 @@ from config.mcp import McpServer, header_variables
 from workflows.errors import ErrorType
 
 REFUSED = frozenset({HTTPStatus.UNAUTHORIZED, HTTPStatus.FORBIDDEN})
+SESSION_HEADER = "mcp-session-id"
 
 
 class RefusalWatch:
-    """An httpx response hook: the first 401 or 403 any request of a connection received."""
+    """An httpx response hook: the first 401 or 403 any request of a connection received, and
+    whether the server answered 404 to a request that named a session: it no longer knows the
+    session and did not process the request (the spec's "start a new session")."""
 
     def __init__(self) -> None:
         self.status: int | None = None
+        self.session_gone = False
 
     async def __call__(self, response: httpx2.Response) -> None:
         if self.status is None and response.status_code in REFUSED:
             self.status = response.status_code
+        if response.status_code == HTTPStatus.NOT_FOUND and SESSION_HEADER in response.request.headers:
+            self.session_gone = True
 
 
 def refused(server: McpServer, status: int) -> ApplicationError:

@@ -21,6 +21,7 @@ from rich.table import Table
 
 from activities.mcp import gateway
 from activities.mcp.client import describe
+from activities.mcp.worker_lifetime import mcp_sessions_held
 from activities.store.agents import get_agent
 from config.agent import AgentConfig
 from surfaces.cli.memory import EXIT_NOT_FOUND, fail, run_with_pool
@@ -58,7 +59,8 @@ async def _list_all(config: AgentConfig) -> list[tuple[str, list[ToolSpec] | Non
         except Exception as err:  # each server's own failure, shown in its row
             return server.name, None, describe(err)
 
-    return list(await asyncio.gather(*(one(server) for server in config.spec.mcp_servers)))
+    async with mcp_sessions_held():  # closed before the command ends
+        return list(await asyncio.gather(*(one(server) for server in config.spec.mcp_servers)))
 
 
 @mcp_app.command("list")
@@ -120,11 +122,12 @@ def call_tool(
         raise fail(f"--args is not JSON: {exc.msg}", EXIT_NOT_FOUND) from None
 
     async def work() -> Any:
-        specs = await gateway.allowed_specs(server)
-        spec = next((s for s in specs if s.name == tool), None)
-        if spec is None:
-            return None
-        return await gateway.call(server, remote, arguments, f"cli:{uuid.uuid4().hex}", spec.sha256)
+        async with mcp_sessions_held():
+            specs = await gateway.allowed_specs(server)
+            spec = next((s for s in specs if s.name == tool), None)
+            if spec is None:
+                return None
+            return await gateway.call(server, remote, arguments, f"cli:{uuid.uuid4().hex}", spec.sha256)
 
     try:
         result = asyncio.run(work())

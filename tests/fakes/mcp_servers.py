@@ -5,30 +5,69 @@
 
 Tools: `read_note` (a read), `create_note` (a write: each call appends a line to
 STATE_DIR/calls.log, so a test can count them), `slow`, `fail` (always an error result),
-and `shape`, whose schema gains a field once STATE_DIR/flipped exists (a server process
-reads it when it starts: stdio starts one per connection). `whoami` says whether the HTTP
-request carried the Authorization header in TEST_MCP_EXPECT_AUTH (secrets come from the
+and `shape`, whose schema gains a field once STATE_DIR/flipped exists (looked at on every
+listing and call, so a session open from before sees the change). `whoami` says whether the
+HTTP request carried the Authorization header in TEST_MCP_EXPECT_AUTH (secrets come from the
 environment, and never come back in a result). With TEST_MCP_REJECT_STATUS set (401 or 403),
 the HTTP server answers that status, as a bearer check in front of it would, to a request that
-lacks that header.
+lacks that header. Started by `start_http`, the HTTP server appends each JSON-RPC method it
+is sent to STATE_DIR/methods-PORT.log (so a test can count handshakes), and keeps sessions
+(Mcp-Session-Id) when asked to (`stateful`: as a server from before `server/discover`, so
+clients initialise a session, and a restarted server no longer knows it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class TestServer(MCPServer):
+    """The SDK's server, with `shape` following STATE_DIR/flipped while it runs."""
+
+    def __init__(self, state: Path) -> None:
+        super().__init__("openloop-test")
+        self.state, self.flipped = state, False
+
+    def follow_flip(self) -> None:
+        flipped = (self.state / "flipped").exists()
+        if flipped == self.flipped:
+            return
+        self.flipped = flipped
+        self.remove_tool("shape")
+        self.add_tool(_shape_flipped if flipped else _shape, name="shape")
+
+    async def list_tools(self) -> Any:
+        self.follow_flip()
+        return await super().list_tools()
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        self.follow_flip()
+        return await super().call_tool(name, arguments, context)
+
+
+def _shape(x: int) -> str:
+    """A tool whose schema changes."""
+    return str(x)
+
+
+def _shape_flipped(x: int, y: int) -> str:
+    """Its schema changed: it now needs y too."""
+    return f"{x},{y}"
 
 
 def build(state: Path) -> MCPServer:
-    server = MCPServer("openloop-test")
+    server = TestServer(state)
 
     @server.tool()
     def read_note(name: str) -> str:
@@ -54,19 +93,8 @@ def build(state: Path) -> MCPServer:
         """Always fails."""
         raise ValueError("the note store is read-only today")
 
-    if (state / "flipped").exists():
-
-        @server.tool()
-        def shape(x: int, y: int) -> str:
-            """Its schema changed: it now needs y too."""
-            return f"{x},{y}"
-
-    else:
-
-        @server.tool()
-        def shape(x: int) -> str:  # noqa: F811 - one of the two is registered
-            """A tool whose schema changes."""
-            return str(x)
+    server.add_tool(_shape, name="shape")
+    server.follow_flip()
 
     @server.tool()
     def whoami(ctx: Context) -> str:
@@ -98,10 +126,57 @@ def bearer_check(app: ASGIApp, expected: str, status: int) -> ASGIApp:
     return checked
 
 
+def method_log(app: ASGIApp, log: Path, *, legacy: bool = False) -> ASGIApp:
+    """`app`, appending the JSON-RPC method of each POST it is sent to `log`; `legacy`: as a
+    server from before `server/discover`, which clients then initialise (with a session id)."""
+
+    async def logged(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        try:
+            request = json.loads(body)
+            method = request.get("method", "(response)")
+        except (ValueError, AttributeError):
+            request, method = {}, "(unreadable)"
+        with log.open("a") as out:
+            out.write(f"{method}\n")
+        if legacy and method == "server/discover":
+            error = {"code": -32601, "message": "Method not found"}
+            reply = json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": reply})
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await app(scope, replay, send)
+
+    return logged
+
+
 def serve_http(server: MCPServer, port: int) -> None:
     import uvicorn
 
-    app: ASGIApp = server.streamable_http_app(stateless_http=True)
+    stateful = bool(os.environ.get("TEST_MCP_STATEFUL"))
+    app: ASGIApp = server.streamable_http_app(stateless_http=not stateful)
+    if os.environ.get("TEST_MCP_LOG_METHODS"):
+        log = getattr(server, "state", Path(".")) / f"methods-{port}.log"
+        app = method_log(app, log, legacy=stateful)
     reject = os.environ.get("TEST_MCP_REJECT_STATUS")
     if reject:
         app = bearer_check(app, os.environ.get("TEST_MCP_EXPECT_AUTH", ""), int(reject))
@@ -109,12 +184,14 @@ def serve_http(server: MCPServer, port: int) -> None:
 
 
 def start_http(
-    state: Path, port: int, expect_auth: str, reject_status: int | None = None
+    state: Path, port: int, expect_auth: str, reject_status: int | None = None, *, stateful: bool = False
 ) -> subprocess.Popen[bytes]:
     """The HTTP server in a process of its own, once it accepts connections on `port`."""
-    env = {"TEST_MCP_EXPECT_AUTH": expect_auth, "PATH": "/usr/bin:/bin"}
+    env = {"TEST_MCP_EXPECT_AUTH": expect_auth, "PATH": "/usr/bin:/bin", "TEST_MCP_LOG_METHODS": "1"}
     if reject_status:
         env["TEST_MCP_REJECT_STATUS"] = str(reject_status)
+    if stateful:
+        env["TEST_MCP_STATEFUL"] = "1"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.fakes.mcp_servers", "http", str(state), str(port)],
         env=env,

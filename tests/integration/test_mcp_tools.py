@@ -101,7 +101,8 @@ async def test_a_changed_schema_is_refused_and_an_error_result_reaches_the_model
 ) -> None:
     agent = await stored(settings.require_database_url(), mcp_agent(state, http_server))
     api.answer_tool_calls([tool_call("a", "notes__fail", {})])
-    api.answer_tool_calls([tool_call("b", "notes__shape", {"x": 1})])
+    # The model takes a moment to ask for shape: its schema changes meanwhile (below).
+    api.answer_tool_calls([tool_call("b", "notes__shape", {"x": 1})], delay=1.5)
     api.answer("Both failed.")
     async with build_worker(client, settings.model_copy(update={"task_queue": task_queue})):
         handle = await start(client, task_queue, agent, "Try the tools")
