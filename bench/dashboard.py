@@ -1,7 +1,8 @@
 """Dashboard pages with 10,000 tasks: `python -m bench dashboard [--quick]`.
 
 The issue's target: every page loads in under 300 ms with 10,000 tasks in the list (paged).
-Sizes: 25 tasks waiting for approval by default, 100 with `--full`; `--quick` lists 2,000.
+Sizes: 1,000 tasks waiting for approval by default (the inbox target's size), 2,000 with
+`--full`; `--quick` lists 2,000 tasks, 100 of them waiting.
 The bench seeds the embedded stack (`bench.dashboard_seed`: 10,000 tasks in Temporal, their
 usage rows, memories, tasks waiting for approval with the worker up to answer for them),
 serves the surfaces app with uvicorn in a child process on a loopback port, signs in with a
@@ -40,7 +41,7 @@ _NEXT_PAGE = re.compile(r'href="([^"]*)">Next page')
 class Sizes:
     tasks: int = 10_000  # listed in all: real and waiting tasks included
     real_tasks: int = 100
-    waiting: int = 25  # the first page is all live tasks, as on a busy morning
+    waiting: int = 1_000  # the first page is all live tasks, as on a busy morning
     long_steps: int = 100  # one finished task this long has its page timed too
     memories: int = 2_000
     agents: int = 8
@@ -50,12 +51,12 @@ class Sizes:
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(tasks=2_000, real_tasks=50, memories=500, later_page=10, loads=15)
+        return cls(tasks=2_000, real_tasks=50, waiting=100, memories=500, later_page=10, loads=15)
 
     @classmethod
     def full(cls) -> Sizes:
         """As many requests waiting at once as a large team might leave overnight."""
-        return cls(waiting=100)
+        return cls(waiting=2_000)
 
     @classmethod
     def smoke(cls) -> Sizes:

@@ -222,7 +222,7 @@ async def seed_waiting(stack: Stack, queue: str, count: int) -> list[str]:
         await start_agent_task(stack, queue, plan, f"dash-wait-{tag}-{i}", "bench-approvals")
         for i in range(count)
     ]
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 120 + count * 0.5
     for handle in handles:
         while (await handle.query(AgentTaskWorkflow.status)).pending_approval is None:
             if time.monotonic() > deadline:

@@ -19,6 +19,7 @@ from workflows.search import ALL_KEYS
 _TYPES = {
     "KEYWORD": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD,
     "DOUBLE": IndexedValueType.INDEXED_VALUE_TYPE_DOUBLE,
+    "KEYWORD_LIST": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 }
 
 

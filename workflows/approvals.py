@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from workflows import policy
+    from workflows import approver_attribute, policy
     from workflows.activity_options import LOCAL_OPTIONS, SURFACE_OPTIONS
     from workflows.approval_rule import DecisionProblem, decision_problem
     from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
@@ -78,6 +78,7 @@ class ApprovalGate:
         )
         request = await self._prepared(request, step, model)
         self.pending = request
+        approver_attribute.publish(request)
         self.decision = None
         posted: PostApprovalRequestResult = await workflow.execute_activity(
             ActivityName.POST_APPROVAL_REQUEST,
@@ -180,6 +181,7 @@ class ApprovalGate:
             return
         self.used_request_ids.add(request.request_id)
         self.pending = None
+        approver_attribute.publish(None)
         await workflow.execute_activity(
             ActivityName.RESOLVE_APPROVAL_REQUEST,
             ResolveApprovalRequestInput(

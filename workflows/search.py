@@ -17,8 +17,11 @@ SURFACE = SearchAttributeKey.for_keyword("OpenLoopSurface")
 STATUS = SearchAttributeKey.for_keyword("OpenLoopStatus")
 COST_USD = SearchAttributeKey.for_float("OpenLoopCostUsd")
 PLAYBOOK = SearchAttributeKey.for_keyword(PLAYBOOK_SEARCH_ATTRIBUTE)  # a playbook run's playbook
+# Who may decide the task's pending approval (`workflows.approver_attribute`): the inbox lists
+# a person's own requests from it instead of asking every waiting task.
+APPROVERS = SearchAttributeKey.for_keyword_list("OpenLoopApprovers")
 
-ALL_KEYS = (AGENT, WORKSPACE, CHANNEL, SURFACE, STATUS, COST_USD, PLAYBOOK)
+ALL_KEYS = (AGENT, WORKSPACE, CHANNEL, SURFACE, STATUS, COST_USD, PLAYBOOK, APPROVERS)
 
 
 def task_attributes(
@@ -39,7 +42,7 @@ def task_attributes(
 
 def dev_server_flags() -> list[str]:
     """`--search-attribute NAME=TYPE` flags for `temporal server start-dev`."""
-    types = {"KEYWORD": "Keyword", "DOUBLE": "Double"}
+    types = {"KEYWORD": "Keyword", "DOUBLE": "Double", "KEYWORD_LIST": "KeywordList"}
     flags: list[str] = []
     for key in ALL_KEYS:
         flags += ["--search-attribute", f"{key.name}={types[key.indexed_value_type.name]}"]

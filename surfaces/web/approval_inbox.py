@@ -1,7 +1,8 @@
 """The approvals inbox and a decision from it, sent the way every surface sends one.
 
-The inbox lists tasks whose OpenLoopStatus is WAITING_APPROVAL and asks each for its
-pending request (the `status` query). A decision names the request id and action id the
+The inbox lists the waiting tasks whose published approvers (OpenLoopApprovers, kept by the
+task with the one approval rule) name the person, a page at a time, and asks only those for
+their pending request (the `status` query). A decision names the request id and action id the
 person saw and goes to the task through its decision update (`surfaces.decisions.decide`):
 the task applies its rule and answers at once whether it counted and why not; a refusal is
 audited with its reason.
@@ -14,6 +15,7 @@ when its approvers hold any of them, and the inbox's form names the one they hol
 from __future__ import annotations
 
 import asyncio
+import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,6 +29,7 @@ from surfaces.timeline import story_from_history
 from workers import history as histories
 from workflows import approval_rule, search
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.approver_attribute import ASK_THE_TASK
 from workflows.types import (
     ApprovalDecision,
     ApprovalRequest,
@@ -36,7 +39,7 @@ from workflows.types import (
     TaskStatusView,
 )
 
-INBOX_LIMIT = 200
+PAGE_SIZE = 25  # requests a page of the inbox lists
 QUERY_TIMEOUT = timedelta(seconds=3)
 LOOKUPS_AT_ONCE = 16  # waiting tasks asked at once by the inbox
 
@@ -78,17 +81,45 @@ async def task_input(client: Client, task_id: str) -> TaskInput | None:
     return None
 
 
-async def inbox(client: Client, names: Sequence[str]) -> tuple[list[Pending], int]:
-    """Pending requests the person called `names` may decide, and how many wait for others.
+@dataclass
+class InboxPage:
+    pending: list[Pending]  # the person's own, soonest to expire first
+    others: int  # requests waiting for other approvers
+    next_page: str | None = None  # the token of the next page of the person's requests
 
-    Each waiting task is asked at once (up to LOOKUPS_AT_ONCE), so the page takes about one
-    task's round trips, not one per task; only the person's own requests read the task's start."""
-    query = histories.task_query(extra=f"{search.STATUS.name} = '{TaskStatus.WAITING_APPROVAL.value}'")
-    executions = [
-        execution
-        async for execution in client.list_workflows(query, limit=INBOX_LIMIT)
-        if execution.status == WorkflowExecutionStatus.RUNNING
-    ]
+
+def _quoted(names: Sequence[str]) -> str:
+    # Names are user ids and logins; one that could break out of the quotes is never sent.
+    return ", ".join(f"'{name}'" for name in names if "'" not in name and "\\" not in name)
+
+
+def mine_query(names: Sequence[str]) -> str:
+    """Waiting tasks that may be the person's: their names published as approvers, a set too
+    large to publish, or none published (a task started before the attribute existed)."""
+    key = search.APPROVERS.name
+    listed = _quoted([*names, ASK_THE_TASK])
+    return histories.task_query(extra=f"{_WAITING} AND ({key} IN ({listed}) OR {key} IS NULL)")
+
+
+_WAITING = f"{search.STATUS.name} = '{TaskStatus.WAITING_APPROVAL.value}'"
+
+
+async def inbox(client: Client, names: Sequence[str], page: str | None = None) -> InboxPage:
+    """One page of the pending requests the person called `names` may decide, and how many
+    wait for others.
+
+    The visibility store lists only the tasks whose published approvers hold one of the names
+    (`workflows.approver_attribute`), a page at a time; only those are asked for their request,
+    at once (up to LOOKUPS_AT_ONCE), and read for their start."""
+    waiting = await client.count_workflows(histories.task_query(extra=_WAITING))
+    if not names:
+        return InboxPage([], waiting.count)
+    query = mine_query(names)
+    token = base64.urlsafe_b64decode(page.encode()) if page else None
+    listing = client.list_workflows(query, page_size=PAGE_SIZE, next_page_token=token)
+    await listing.fetch_next_page()
+    executions = [e for e in listing.current_page or [] if e.status == WorkflowExecutionStatus.RUNNING]
+    listed = (await client.count_workflows(query)).count
     # A task on a queue no worker polls cannot answer its query.
     queues = sorted({execution.task_queue for execution in executions})
     polled = dict(
@@ -126,7 +157,13 @@ async def inbox(client: Client, names: Sequence[str]) -> tuple[list[Pending], in
     mine = sorted(
         (item for item in found if isinstance(item, Pending)), key=lambda i: i.approval.expires_at_iso
     )
-    return mine, sum(1 for item in found if item is False)
+    not_mine = sum(1 for item in found if item is False)
+    following = listing.next_page_token
+    return InboxPage(
+        mine,
+        max(0, waiting.count - listed) + not_mine,
+        base64.urlsafe_b64encode(following).decode() if following else None,
+    )
 
 
 @dataclass

@@ -8,24 +8,29 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
-from surfaces.web.approval_inbox import Pending, Verdict, decide, inbox
+from surfaces.web.approval_inbox import InboxPage, Verdict, decide, inbox
 from surfaces.web.auth import Person, Role, person, require_csrf
 from surfaces.web.common import render, temporal
 
 router = APIRouter()
 
 
-async def _inbox(request: Request, who: Person) -> tuple[list[Pending], int]:
-    if not who.can(Role.APPROVER):
-        _, waiting = await inbox(temporal(request), ())
-        return [], waiting
-    return await inbox(temporal(request), who.ids)
+async def _inbox(request: Request, who: Person, page: str | None = None) -> InboxPage:
+    return await inbox(temporal(request), who.ids if who.can(Role.APPROVER) else (), page)
 
 
 @router.get("/approvals", response_class=HTMLResponse)
-async def approvals(request: Request, who: Person = Depends(person)) -> HTMLResponse:
-    pending, others = await _inbox(request, who)
-    return render(request, "approvals.html", who, pending=pending, others=others, verdict=None)
+async def approvals(request: Request, page: str | None = None, who: Person = Depends(person)) -> HTMLResponse:
+    found = await _inbox(request, who, page)
+    return render(
+        request,
+        "approvals.html",
+        who,
+        pending=found.pending,
+        others=found.others,
+        next_page=found.next_page,
+        verdict=None,
+    )
 
 
 @router.post("/approvals/{task_id}", response_class=HTMLResponse)
@@ -51,14 +56,15 @@ async def decide_approval(request: Request, task_id: str, who: Person = Depends(
         )
     if request.headers.get("hx-request") == "true":
         return render(request, "verdict.html", who, verdict=verdict, task_id=task_id)
-    pending, others = await _inbox(request, who)
+    found = await _inbox(request, who)
     return render(
         request,
         "approvals.html",
         who,
         status_code=verdict.status,
-        pending=pending,
-        others=others,
+        pending=found.pending,
+        others=found.others,
+        next_page=found.next_page,
         verdict=verdict,
         task_id=task_id,
     )
