@@ -78,7 +78,7 @@ class ApprovalGate:
         )
         request = await self._prepared(request, step, model)
         self.pending = request
-        approver_attribute.publish(request)
+        approver_attribute.publish(request, self.inp.context.user, self.inp.request)
         self.decision = None
         posted: PostApprovalRequestResult = await workflow.execute_activity(
             ActivityName.POST_APPROVAL_REQUEST,

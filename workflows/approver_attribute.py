@@ -1,15 +1,20 @@
-"""The task publishes who may decide its pending approval, as the `OpenLoopApprovers` search
-attribute, so the approvals inbox lists a person's own requests from the visibility store
-instead of asking every waiting task.
+"""The task publishes its pending approval where lists can read it: who may decide, as the
+`OpenLoopApprovers` search attribute, and the request itself in the `pending_approval` memo, so
+the approvals inbox lists a person's own requests from the visibility store, a page at a time,
+without asking any task.
 
-The value is the request's resolved set (`workflows.approval_rule.allowed_approvers`, the one
-rule every decision is judged by), set when the request is made and removed when it is
-resolved. A set too large for a search attribute is published as `ASK_THE_TASK`: the inbox then
-asks that task, as it asks tasks that started before the attribute existed (they have none).
-Behind a patch, so histories recorded before it replay unchanged.
+The approvers are the request's resolved set (`workflows.approval_rule.allowed_approvers`, the
+one rule every decision is judged by). Both are set when the request is made and removed when
+it is resolved. A set too large for a search attribute is published as `ASK_THE_TASK`, and
+arguments too large for a memo are left out of it (`PendingMemo.complete` false): the inbox then
+asks that task, as it asks tasks that started before any of this existed. Behind a patch, so
+histories recorded before it replay unchanged. The task still judges every decision itself.
 """
 
 from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
 
 from temporalio import workflow
 
@@ -18,9 +23,22 @@ from workflows.approval_rule import allowed_approvers
 from workflows.message_types import ApprovalRequest
 
 PATCH = "approvers-search-attribute"
+MEMO = "pending_approval"
 ASK_THE_TASK = "*"
 MAX_IDS = 64
 MAX_CHARS = 1_500  # below the visibility store's 2 KB limit for one value
+MAX_MEMO_ARGUMENTS = 8_000  # characters of JSON; the memo's whole limit is 32 KB
+REQUEST_PREVIEW = 300
+
+
+@dataclass
+class PendingMemo:
+    """What the inbox shows of a waiting request, without asking the task."""
+
+    approval: ApprovalRequest
+    requester: str
+    request: str  # the start of what the task was asked
+    complete: bool = True  # False: the arguments were too large and are left out
 
 
 def published(request: ApprovalRequest | None) -> list[str]:
@@ -33,10 +51,18 @@ def published(request: ApprovalRequest | None) -> list[str]:
     return ids
 
 
-def publish(request: ApprovalRequest | None) -> None:
-    """Set (or with None, remove) the attribute; call where the pending request changes."""
+def memo_of(request: ApprovalRequest, requester: str, asked: str) -> PendingMemo:
+    complete = len(json.dumps(request.arguments, default=str)) <= MAX_MEMO_ARGUMENTS
+    shown = request if complete else replace(request, arguments={})
+    return PendingMemo(shown, requester, asked[:REQUEST_PREVIEW], complete)
+
+
+def publish(request: ApprovalRequest | None, requester: str = "", asked: str = "") -> None:
+    """Set (or with None, remove) the attribute and the memo; call where the pending request
+    changes. `requester` and `asked`: who asked the task, and what."""
     if not workflow.patched(PATCH):
         return
     value = published(request)
     update = search.APPROVERS.value_set(value) if value else search.APPROVERS.value_unset()
     workflow.upsert_search_attributes([update])
+    workflow.upsert_memo({MEMO: memo_of(request, requester, asked) if request is not None else None})

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecution, WorkflowExecutionStatus
 
 from surfaces.decisions import FAILED, NO_ANSWER, NO_TASK, closed_reason
 from surfaces.decisions import decide as send_decision
@@ -29,7 +29,7 @@ from surfaces.timeline import story_from_history
 from workers import history as histories
 from workflows import approval_rule, search
 from workflows.agent_task import AgentTaskWorkflow
-from workflows.approver_attribute import ASK_THE_TASK
+from workflows.approver_attribute import ASK_THE_TASK, MEMO, PendingMemo
 from workflows.types import (
     ApprovalDecision,
     ApprovalRequest,
@@ -109,8 +109,8 @@ async def inbox(client: Client, names: Sequence[str], page: str | None = None) -
     wait for others.
 
     The visibility store lists only the tasks whose published approvers hold one of the names
-    (`workflows.approver_attribute`), a page at a time; only those are asked for their request,
-    at once (up to LOOKUPS_AT_ONCE), and read for their start."""
+    (`workflows.approver_attribute`), a page at a time, with the request each published; only a
+    task that published none (or not all of it) is asked, at once (up to LOOKUPS_AT_ONCE)."""
     waiting = await client.count_workflows(histories.task_query(extra=_WAITING))
     if not names:
         return InboxPage([], waiting.count)
@@ -120,40 +120,35 @@ async def inbox(client: Client, names: Sequence[str], page: str | None = None) -
     await listing.fetch_next_page()
     executions = [e for e in listing.current_page or [] if e.status == WorkflowExecutionStatus.RUNNING]
     listed = (await client.count_workflows(query)).count
-    # A task on a queue no worker polls cannot answer its query.
+    # A task on a queue no worker polls cannot answer its query (asked when its memo is not enough).
     queues = sorted({execution.task_queue for execution in executions})
     polled = dict(
         zip(queues, await asyncio.gather(*(worker_is_polling(client, q) for q in queues)), strict=True)
     )
     gate = asyncio.Semaphore(LOOKUPS_AT_ONCE)
 
-    async def look(task_id: str) -> Pending | bool | None:
+    async def look(execution: WorkflowExecution) -> Pending | bool | None:
         """The person's pending request, False when it waits for others, None when unknown."""
+        memo = await _memo(execution)
+        if memo is not None:
+            return _theirs(names, execution, memo.approval, memo.requester, memo.request)
+        if not polled[execution.task_queue]:
+            return None
         async with gate:
-            view = await status_view(client, task_id)
+            view = await status_view(client, execution.id)
             if view is None or view.pending_approval is None:
                 return None
-            pending = view.pending_approval
-            approver = next((name for name in names if approval_rule.may_decide(pending, name)), None)
-            if approver is None:
+            if not any(approval_rule.may_decide(view.pending_approval, name) for name in names):
                 return False
-            started = await task_input(client, task_id)
+            started = await task_input(client, execution.id)
         if started is None:
             return None
-        context = started.context
-        return Pending(
-            task_id=task_id,
-            agent=started.agent.name,
-            channel=context.channel,
-            surface=context.surface,
-            requester=context.user,
-            request_text=started.request,
-            approval=view.pending_approval,
-            spent_usd=view.usage.cost_usd,
-            approver=approver,
-        )
+        found = _theirs(names, execution, view.pending_approval, started.context.user, started.request)
+        if isinstance(found, Pending):
+            found.agent, found.spent_usd = started.agent.name, view.usage.cost_usd
+        return found
 
-    found = await asyncio.gather(*(look(e.id) for e in executions if polled[e.task_queue]))
+    found = await asyncio.gather(*(look(e) for e in executions))
     mine = sorted(
         (item for item in found if isinstance(item, Pending)), key=lambda i: i.approval.expires_at_iso
     )
@@ -163,6 +158,37 @@ async def inbox(client: Client, names: Sequence[str], page: str | None = None) -
         mine,
         max(0, waiting.count - listed) + not_mine,
         base64.urlsafe_b64encode(following).decode() if following else None,
+    )
+
+
+async def _memo(execution: WorkflowExecution) -> PendingMemo | None:
+    """The request the task published (`workflows.approver_attribute`), when whole."""
+    try:
+        if MEMO not in execution.raw_info.memo.fields:  # removed once decided; never set by older tasks
+            return None
+        memo = await execution.memo_value(MEMO, type_hint=PendingMemo)
+    except Exception:  # a memo written by another version: ask the task instead
+        return None
+    return memo if isinstance(memo, PendingMemo) and memo.complete else None
+
+
+def _theirs(
+    names: Sequence[str], execution: WorkflowExecution, approval: ApprovalRequest, requester: str, asked: str
+) -> Pending | bool:
+    approver = next((name for name in names if approval_rule.may_decide(approval, name)), None)
+    if approver is None:
+        return False
+    attrs = execution.typed_search_attributes
+    return Pending(
+        task_id=execution.id,
+        agent=attrs.get(search.AGENT) or "",
+        channel=attrs.get(search.CHANNEL) or "",
+        surface=attrs.get(search.SURFACE) or "",
+        requester=requester,
+        request_text=asked,
+        approval=approval,
+        spent_usd=attrs.get(search.COST_USD) or 0.0,
+        approver=approver,
     )
 
 
