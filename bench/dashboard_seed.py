@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.client import Client
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from activities.store.agents import apply_agent
@@ -224,11 +225,26 @@ async def seed_waiting(stack: Stack, queue: str, count: int) -> list[str]:
     ]
     deadline = time.monotonic() + 120 + count * 0.5
     for handle in handles:
-        while (await handle.query(AgentTaskWorkflow.status)).pending_approval is None:
+        while not await _asked(handle):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{handle.id} never asked for approval")
             await asyncio.sleep(0.1)
     return [h.id for h in handles]
+
+
+async def _asked(handle: Any) -> bool:
+    """Whether the task waits for its approval yet; a query a busy worker cannot answer now is
+    asked again."""
+    try:
+        status = await handle.query(AgentTaskWorkflow.status, rpc_timeout=timedelta(seconds=10))
+    except RPCError as err:
+        # Late, or its workflow task failed once (timed out on a loaded machine) and is retried.
+        if err.status in (RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.CANCELLED) or "failed state" in str(
+            err
+        ):
+            return False
+        raise
+    return status.pending_approval is not None
 
 
 async def seed_memories(stack: Stack, count: int, agents: int, channels: int) -> float:
