@@ -3,7 +3,8 @@
 `check_model_name` is the `ModelCheck` (`config.model_names`) that `agents validate`,
 `agents apply` and `openloop up` pass to the loader:
 
-- `offline/…` is our offline stand-in: fine, and LiteLLM is not even imported.
+- `offline/…` is our offline stand-in: fine, and LiteLLM is not even imported; so is
+  `scripted/eval`, which answers an eval case from its script.
 - a provider prefix LiteLLM does not know (`opneai/gpt-4o`) is an error, with the closest
   provider; a name without a prefix is fine when LiteLLM can tell its provider (`gpt-4o`),
   else an error asking for one.
@@ -23,6 +24,7 @@ from typing import Any
 from config.model_names import ModelFinding
 
 OFFLINE_PREFIX = "offline/"
+SCRIPTED_EVAL = "scripted/eval"  # an eval case's own answers (`activities.llm.scripted`)
 PROVIDERS_URL = "https://docs.litellm.ai/docs/providers"
 # Providers whose model names are whatever the server (or the deployment) is called.
 SELF_NAMED = frozenset(
@@ -132,7 +134,7 @@ def _no_provider(name: str) -> ModelFinding:
 @functools.cache
 def check_model_name(name: str) -> ModelFinding | None:
     """What is wrong with `name` as a model of an agent (None: nothing)."""
-    if name.startswith(OFFLINE_PREFIX):
+    if name.startswith(OFFLINE_PREFIX) or name == SCRIPTED_EVAL:
         return None
     prefix, slash, rest = name.partition("/")
     if slash and not rest:

@@ -2,7 +2,8 @@
 
 They dispatch on `context.surface` to `activities.slack.surface` or
 `activities.github.surface`. The CLI surface needs no push: `openloop ask` follows the task
-through its `status` query and result.
+through its `status` query and result. Nor does the eval surface: `openloop eval run` reads
+each task's reply from its result and decides its approvals itself (`surfaces.evals.runner`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from workflows.types import (
 )
 
 _MODULES = {"slack": "activities.slack.surface", "github": "activities.github.surface"}
+EVAL_SURFACE = "eval"  # tasks of `openloop eval run`: nothing is posted, no outside write is made
+_NO_PUSH = ("cli", EVAL_SURFACE)
 
 
 def _surface_module(context: SurfaceContext) -> ModuleType | None:
-    if context.surface == "cli":
+    if context.surface in _NO_PUSH:
         return None
     name = _MODULES.get(context.surface)
     if name is None:

@@ -18,6 +18,7 @@ from activities import offline as offline_model
 from activities.llm import health
 from activities.llm.budget_hold import budget_hold
 from activities.llm.compaction import estimate_tokens
+from activities.llm.scripted import SCRIPTED_PREFIX, ask_scripted
 from activities.llm.streamed import AnswerSink, call_provider_streaming, stream_offline
 from activities.providers import ProviderCall, call_provider, price_per_token
 from workflows.budget import MIN_USEFUL_MAX_TOKENS
@@ -71,6 +72,8 @@ async def ask(
     sink: AnswerSink | None = None,
 ) -> ModelCallResult:
     grant = inp.budget
+    if model.startswith(SCRIPTED_PREFIX):  # an eval case's own answers (`openloop eval run`)
+        return await ask_scripted(inp, model, messages)
     if model.startswith("offline/"):
         prompt_tokens = estimate_tokens(messages)
         check_fits(inp, model, prompt_tokens)
@@ -123,7 +126,7 @@ def context_window(inp: ModelCallInput, model: str) -> int:
     """The prompt tokens `model` can take: the agent's policy says, else LiteLLM's cost map."""
     if inp.task.context_window:
         return inp.task.context_window
-    if model.startswith("offline/"):
+    if model.startswith(("offline/", SCRIPTED_PREFIX)):
         return DEFAULT_CONTEXT_WINDOW
     import litellm
 

@@ -50,7 +50,7 @@ def missing_keys(model: str) -> list[str]:
 
     Only keys count: a base URL LiteLLM lists as missing (Ollama's) has a default or comes
     from OPENLOOP_MODEL_API_BASE."""
-    if model.startswith("offline/"):
+    if model.startswith(("offline/", "scripted/")):  # no provider: nothing to hold a key for
         return []
     import litellm
 
@@ -67,7 +67,7 @@ def missing_keys(model: str) -> list[str]:
 
 def unavailable(model: str) -> ApplicationError | None:
     """Why `model` is skipped now (its key is missing, or it is cooling down), else None."""
-    if model.startswith("offline/"):
+    if model.startswith(("offline/", "scripted/")):
         return None
     key = _entry(model)
     dead = _dead.get(key)

@@ -13,8 +13,10 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeats import beating
 from activities.runtime import Runtime, runtime
 from activities.store.tool_calls import bound_and_audit
+from activities.surface_activities import EVAL_SURFACE
 from activities.tool_errors import ToolError
 from activities.tools.catalog import native
+from activities.tools.eval_tools import eval_tool_result
 from workflows.errors import ErrorType
 from workflows.types import ActivityName, ToolCallInput, ToolCallResult
 
@@ -38,6 +40,10 @@ async def execute_tool(inp: ToolCallInput, rt: Runtime) -> ToolCallResult:
             type=ErrorType.TOOL_CONFIG_ERROR,
             non_retryable=True,
         )
+    if inp.context.surface == EVAL_SURFACE:  # nothing outside OpenLoop is reached
+        answered = await eval_tool_result(inp, tool.spec.writes, rt)
+        if answered is not None:
+            return answered
     try:
         return ToolCallResult(ok=True, output=await tool.run(inp, rt))
     except ToolError as err:

@@ -54,6 +54,7 @@ COMMAND_MODULES = (
     "surfaces.cli.playbook_runs",  # apply, runs, show, schedule: joins the playbooks group
     "surfaces.cli.playbook_fire",  # fire: joins the playbooks group
     "surfaces.cli.doctor",
+    "surfaces.cli.eval",
     "surfaces.slack.cli",
 )
 
@@ -85,6 +86,7 @@ CLIENT_COMMANDS = {
     "loops",
     "promote",
     "playbooks",
+    "eval",
 }
 
 

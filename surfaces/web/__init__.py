@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from surfaces.web import agents, approvals, loops, memory, oidc, playbooks, spend, tasks
+from surfaces.web import agents, approvals, evals, loops, memory, oidc, playbooks, spend, tasks
 from surfaces.web.auth import COOKIE, PREFIX, NotSignedIn, Sessions, signed_in
 from surfaces.web.auth import login_url as login_url
 from surfaces.web.common import HERE, render
@@ -35,7 +35,7 @@ def register(app: FastAPI) -> None:
     router.add_api_route("/oidc/start", oidc.start, methods=["GET"])
     router.add_api_route(oidc.CALLBACK_PATH, oidc.callback, methods=["GET"])
     router.add_api_route("", home, methods=["GET"])
-    for pages in (tasks, approvals, spend, memory, agents, loops, playbooks):
+    for pages in (tasks, approvals, spend, memory, agents, loops, playbooks, evals):
         router.include_router(pages.router)
     app.include_router(router, include_in_schema=False)
     app.add_exception_handler(NotSignedIn, _sign_in_first)
