@@ -7,8 +7,9 @@ The approvers are the request's resolved set (`workflows.approval_rule.allowed_a
 one rule every decision is judged by). Both are set when the request is made and removed when
 it is resolved. A set too large for a search attribute is published as `ASK_THE_TASK`, and
 arguments too large for a memo are left out of it (`PendingMemo.complete` false): the inbox then
-asks that task, as it asks tasks that started before any of this existed. Behind a patch, so
-histories recorded before it replay unchanged. The task still judges every decision itself.
+asks that task, as it asks tasks that started before any of this existed. Behind a patch
+(`workflows.patch_ledger.PUBLISHED_APPROVAL`), so histories recorded before it replay
+unchanged. The task still judges every decision itself.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from temporalio import workflow
 from workflows import search
 from workflows.approval_rule import allowed_approvers
 from workflows.message_types import ApprovalRequest
+from workflows.patch_ledger import PUBLISHED_APPROVAL, patched
 
-PATCH = "approvers-search-attribute"
 MEMO = "pending_approval"
 ASK_THE_TASK = "*"
 MAX_IDS = 64
@@ -60,7 +61,7 @@ def memo_of(request: ApprovalRequest, requester: str, asked: str) -> PendingMemo
 def publish(request: ApprovalRequest | None, requester: str = "", asked: str = "") -> None:
     """Set (or with None, remove) the attribute and the memo; call where the pending request
     changes. `requester` and `asked`: who asked the task, and what."""
-    if not workflow.patched(PATCH):
+    if not patched(PUBLISHED_APPROVAL):
         return
     value = published(request)
     update = search.APPROVERS.value_set(value) if value else search.APPROVERS.value_unset()

@@ -68,7 +68,13 @@ LOOP_SHUTDOWN_IS_LOST = Patch(
     "a loop's activity cut short by its worker's graceful stop (temporalio's WorkerShutdown: "
     "a deploy's SIGTERM, Ctrl-C) is a lost workspace, taken again elsewhere, not an ERROR",
 )
-LEDGER: tuple[Patch, ...] = (LOOP_SHUTDOWN_IS_LOST,)
+PUBLISHED_APPROVAL = Patch(
+    "approvers-search-attribute",
+    date(2026, 11, 27),
+    "a pending approval is published for the inbox (`workflows.approver_attribute`): the "
+    "OpenLoopApprovers search attribute and the pending_approval memo, set and removed",
+)
+LEDGER: tuple[Patch, ...] = (LOOP_SHUTDOWN_IS_LOST, PUBLISHED_APPROVAL)
 
 
 def patched(entry: Patch) -> bool:
