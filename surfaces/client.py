@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from config.settings import Settings
 from workers.telemetry import tracing_interceptors
+from workflows.payloads import data_converter
 
 
 async def connect(settings: Settings) -> Client:
@@ -15,7 +15,7 @@ async def connect(settings: Settings) -> Client:
         return await Client.connect(
             settings.temporal_address,
             namespace=settings.namespace,
-            data_converter=pydantic_data_converter,
+            data_converter=data_converter,
             tls=settings.temporal_tls or bool(api_key),
             api_key=api_key,
             interceptors=tracing_interceptors(settings),

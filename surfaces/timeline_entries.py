@@ -9,8 +9,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, TypeVar
 
 from temporalio.api.common.v1 import Payloads
-from temporalio.contrib.pydantic import pydantic_data_converter
 
+from workflows.payloads import data_converter
 from workflows.types import TaskInput, TaskResult
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ def decode(payloads: Payloads, type_: type[T]) -> T | None:
     if not payloads.payloads:
         return None
     try:
-        return pydantic_data_converter.payload_converter.from_payloads(payloads.payloads, [type_])[0]  # type: ignore[no-any-return]
+        return data_converter.payload_converter.from_payloads(payloads.payloads, [type_])[0]  # type: ignore[no-any-return]
     except Exception:  # a payload this version cannot read is skipped, not fatal
         return None
 

@@ -16,11 +16,11 @@ from typing import Any
 
 from temporalio.api.common.v1 import Payloads
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from config.agent import AgentConfig
 from surfaces.timeline_entries import EntryKind
 from workflows.approval_rule import allowed_ids, decision_problem
+from workflows.payloads import data_converter
 from workflows.types import (
     DECIDE_UPDATE,
     ApprovalDecision,
@@ -44,7 +44,7 @@ def decode(payloads: Payloads, type_: type) -> Any:
     if not payloads.payloads:
         return None
     try:
-        return pydantic_data_converter.payload_converter.from_payloads(payloads.payloads, [type_])[0]
+        return data_converter.payload_converter.from_payloads(payloads.payloads, [type_])[0]
     except Exception:  # a payload this version cannot read is skipped, not fatal
         return None
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+
+from workflows.payloads import data_converter
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
@@ -59,13 +60,13 @@ def dev_server(session_dir: Path) -> Iterator[TemporalDevServer]:
 
 @pytest.fixture(scope="session")
 async def client(dev_server: TemporalDevServer) -> Client:
-    return await Client.connect(dev_server.address, data_converter=pydantic_data_converter)
+    return await Client.connect(dev_server.address, data_converter=data_converter)
 
 
 @pytest.fixture
 async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
         test_server_existing_path=find_binary("temporal-test-server"),
     )
     await register_search_attributes(env.client, "default")

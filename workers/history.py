@@ -20,12 +20,12 @@ from typing import Any
 from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHistory
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.runtime import Runtime, TelemetryConfig
 from temporalio.worker import Interceptor, Replayer
 
 from workers.sandbox import workflow_runner
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.payloads import data_converter
 from workflows.playbook_run import PlaybookRunWorkflow
 from workflows.repair_loop import RepairLoopWorkflow
 from workflows.types import WORKFLOW_NAME
@@ -124,7 +124,7 @@ def replayer(
     return Replayer(
         workflows=list(workflows),
         workflow_runner=workflow_runner(),
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
         interceptors=list(interceptors),
         runtime=_quiet_runtime(),
     )

@@ -31,11 +31,11 @@ from pathlib import Path
 
 from temporalio.client import Client
 from temporalio.common import VersioningBehavior, WorkerDeploymentVersion
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.service import TLSConfig
 from temporalio.worker import WorkerDeploymentConfig
 
 from config.settings import Settings
+from workflows.payloads import data_converter
 
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 30.0
 DEFAULT_DEPLOYMENT_NAME = "openloop"
@@ -150,7 +150,7 @@ async def connect_from_env(settings: Settings) -> Client:
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.namespace,
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
         tls=tls,
         api_key=api_key,
         interceptors=tracing_interceptors(settings),

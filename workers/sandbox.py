@@ -40,6 +40,10 @@ PASSTHROUGH_MODULES = (
     "workflows.loop_template",  # a loop command's placeholders, pure
     "workflows.code_types",  # a coding task's data
     "workflows.code_text",  # a coding task's words, pure
+    "workflows.payloads",  # the payload converter, pure
+    "workflows.adapter_cache",  # the converter's TypeAdapters, kept across runs
+    "workflows.admission_types",  # the admission workflow's data
+    "workflows.workflow_tool_args",  # the workflow's own tools' arguments, pydantic types
     "pydantic",
     "pydantic_core",
     "jsonschema",  # argument validation of tool calls

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.store.db import get_pool
 from bench import dashboard
@@ -23,6 +22,7 @@ from bench.common import prepare, write_result
 from config.settings import Settings
 from tests.integration.github_env import github_settings, running_fake
 from workers.embedded import TemporalDevServer, free_port
+from workflows.payloads import data_converter
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ async def own_temporal(tmp_path: Path) -> AsyncIterator[tuple[TemporalDevServer,
     server.start()
     try:
         server.wait_healthy()
-        yield server, await Client.connect(server.address, data_converter=pydantic_data_converter)
+        yield server, await Client.connect(server.address, data_converter=data_converter)
     finally:
         server.stop()
 

@@ -21,7 +21,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -35,6 +34,7 @@ from workers.interceptors import TaskTelemetryInterceptor
 from workers.sandbox import workflow_runner
 from workers.setup import register_search_attributes
 from workflows.agent_task import AgentTaskWorkflow
+from workflows.payloads import data_converter
 from workflows.types import (
     ApprovalDecision,
     Decision,
@@ -362,7 +362,7 @@ async def run_scenario(env: WorkflowEnvironment, scenario: Scenario, task_queue:
 
 async def record(names: list[str]) -> list[Path]:
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=pydantic_data_converter,
+        data_converter=data_converter,
         test_server_existing_path=find_binary("temporal-test-server"),
     )
     written: list[Path] = []

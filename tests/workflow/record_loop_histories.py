@@ -19,13 +19,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 
 from activities.store.db import apply_migrations, close_pools
 from tests.integration.loop_env import PYTEST, loop_world, project_with
 from workers.embedded import EmbeddedPostgres, TemporalDevServer, free_port
 from workers.history import fetch_history, write_history
 from workflows.loop_types import Limits, Step
+from workflows.payloads import data_converter
 
 HISTORIES = Path(__file__).parent / "histories"
 
@@ -42,7 +42,7 @@ async def real_stack() -> AsyncIterator[tuple[Client, str, Path]]:
         server.start()
         server.wait_healthy()
         try:
-            yield await Client.connect(server.address, data_converter=pydantic_data_converter), pg_url, root
+            yield await Client.connect(server.address, data_converter=data_converter), pg_url, root
         finally:
             await close_pools()
             server.stop()
