@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from workers.sandbox_code import keep_compiled_code
+
 PASSTHROUGH_MODULES = (
     "config",  # pydantic models of the agent spec, no I/O
     # Our types and pure helpers. Not the whole `workflows` package: a module passed through
@@ -56,6 +58,7 @@ PASSTHROUGH_MODULES = (
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
+    keep_compiled_code()
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
     )

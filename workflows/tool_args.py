@@ -8,10 +8,13 @@ The schema is stable: no titles, and an optional argument may be omitted, never 
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from workflows.adapter_cache import process_wide
 from workflows.tool_catalog import canonical_schema
 
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -26,4 +29,11 @@ class ToolArgs(BaseModel):
 
 def arguments_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The model's JSON schema, canonical: no titles, optional arguments omitted not null."""
+    if process_wide(model):  # the workflow's tools declare theirs in every run: work it out once
+        return json.loads(_schema_text(model))  # a copy of its own for every caller
     return dict(canonical_schema(model.model_json_schema()))
+
+
+@functools.lru_cache(maxsize=256)  # bounded: a test may declare models of its own
+def _schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(canonical_schema(model.model_json_schema()))

@@ -11,30 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from pydantic import Field
 from temporalio import workflow
 from temporalio.exceptions import ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.tool_args import NonEmpty, ToolArgs
     from workflows.types import ToolCallResult
+    from workflows.workflow_tool_args import AskTeammateArgs, DelegateArgs
 
 from workflows.task_record import failure_reason
 from workflows.workflow_tool import WorkflowCall, workflow_tool
-
-
-class DelegateArgs(ToolArgs):
-    task: NonEmpty = Field(description="The work, self-contained")
-    profile: NonEmpty | None = Field(
-        None,
-        description=(
-            "A preset: explore (reads and searches, changes nothing), plan (the same, "
-            "answers with a plan), code (the coding tools), or one your config defines"
-        ),
-    )
-    tools: list[NonEmpty] | None = Field(
-        None, description="Which of your tools it may use (default: the profile's, else all yours)"
-    )
 
 
 @workflow_tool(
@@ -51,11 +36,6 @@ class DelegateArgs(ToolArgs):
 async def delegate(args: DelegateArgs, call: WorkflowCall) -> ToolCallResult:
     children = call.task.delegation
     return await _child(call, lambda: children.run(call.key, args.task, args.profile, args.tools, call.share))
-
-
-class AskTeammateArgs(ToolArgs):
-    teammate: NonEmpty = Field(description="The teammate agent's name")
-    question: NonEmpty = Field(description="Everything it needs to answer")
 
 
 @workflow_tool(

@@ -9,26 +9,15 @@ Workflow code: deterministic, no I/O.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.activity_options import LOCAL_TOOL_OPTIONS
     from workflows.skill_tools import SkillLoadInput
-    from workflows.tool_args import NonEmpty, ToolArgs
     from workflows.types import ActivityName, ToolCallResult
+    from workflows.workflow_tool_args import LoadArgs, ReadArgs
 
 from workflows.workflow_tool import WorkflowCall, declared, workflow_tool
-
-SkillName = Annotated[
-    str, Field(min_length=1, description="The skill's name, as listed in your instructions")
-]
-
-
-class LoadArgs(ToolArgs):
-    name: SkillName
 
 
 @workflow_tool(
@@ -41,11 +30,6 @@ class LoadArgs(ToolArgs):
 )
 async def load(args: LoadArgs, call: WorkflowCall) -> ToolCallResult:
     return await _read(call, args.name, None)
-
-
-class ReadArgs(ToolArgs):
-    name: SkillName
-    path: NonEmpty
 
 
 @workflow_tool(

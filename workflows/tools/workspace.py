@@ -9,23 +9,15 @@ Workflow code: deterministic, no I/O.
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from workflows.code_types import CREATE_PULL_REQUEST
-    from workflows.tool_args import NonEmpty, ToolArgs
     from workflows.tool_catalog import WriteBound
     from workflows.types import ToolCallResult
+    from workflows.workflow_tool_args import OpenWorkspaceArgs, PullRequestArgs
 
 from workflows.workflow_tool import TaskParts, WorkflowCall, workflow_tool
-
-
-class OpenWorkspaceArgs(ToolArgs):
-    repo: Annotated[str, Field(min_length=3)] = Field(description="owner/name of the repository")
-    base: NonEmpty | None = Field(None, description="Branch to start from (default: main)")
 
 
 def _none_open(task: TaskParts) -> bool:
@@ -45,11 +37,6 @@ def _none_open(task: TaskParts) -> bool:
 )
 async def open_workspace(args: OpenWorkspaceArgs, call: WorkflowCall) -> ToolCallResult:
     return await call.task.workspace.open(args.repo, args.base or "main")
-
-
-class PullRequestArgs(ToolArgs):
-    title: Annotated[str, Field(min_length=1, max_length=200)] = Field(description="The PR's title")
-    body: str | None = Field(None, description="What changed and why, for reviewers")
 
 
 def _own_open(task: TaskParts) -> bool:
