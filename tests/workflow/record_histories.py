@@ -320,6 +320,21 @@ SCENARIOS = (
         _decide_by_update,
         TaskStatus.SUCCESS,
     ),
+    # Patch `approvers-search-attribute`: the pending approval published for the inbox (its
+    # search attribute and memo set, then removed once decided).
+    Scenario(
+        "approval_published",
+        ISSUES_YAML,
+        "open an issue for the flaky deploy step",
+        lambda: Script(
+            [
+                use("github.create_issue", ISSUE_ARGS, "c1", (200, 30), 0.0005),
+                say("Opened the issue.", (260, 10), 0.0004),
+            ]
+        ),
+        _decide_by_update,
+        TaskStatus.SUCCESS,
+    ),
 )
 
 
