@@ -13,6 +13,10 @@ PostgreSQL + pgvector, a fake GitHub), writes bench/results/<bench>.json, and th
 are printed and written into bench/RESULTS.md between its generated-section markers.
 Run it from the repository root, on a quiet machine (`uptime`).
 
+`python -m bench agentdojo [--quick] [--suite S] [--profile P] [--model M]` (prompt-injection
+containment on AgentDojo's suites: about 15 minutes a profile at the default size, 3 quick) needs AgentDojo
+installed (the `agentdojo` extra, then `pip install --no-deps agentdojo==0.1.35`) and is apart from
+`all`; see `bench.agentdojo`.
 `python -m bench egress [--quick]` (the sandbox's egress proxies, about a minute, no stack) is
 apart from `all`, and so is `python -m bench chaos [--quick|--full] [--seed N]`: it starts its own
 stack of processes (PostgreSQL, a Temporal dev server on a file, two agent workers and a loop
@@ -31,6 +35,7 @@ from pathlib import Path
 from types import ModuleType
 
 from bench import (
+    agentdojo,
     chaos,
     dashboard,
     egress,
@@ -99,6 +104,20 @@ async def run_egress(size: str, out: Path) -> None:
     log(f"egress: written to {path}")
 
 
+async def run_agentdojo(size: str, args: argparse.Namespace) -> None:
+    preset = {"quick": agentdojo.Sizes.quick, "smoke": agentdojo.Sizes.smoke}.get(size, agentdojo.Sizes)()
+    if args.suite:
+        preset.suites = tuple(args.suite)
+    if args.profile:
+        preset.profiles = tuple(args.profile)
+    log(f"agentdojo: {preset}")
+    load = [round(x, 2) for x in os.getloadavg()]
+    async with embedded_stack() as stack:
+        report = await agentdojo.run(stack, preset, args.model)
+    path = write_result("agentdojo", {**report, "preset": size, "load_avg_at_start": load}, args.out)
+    log(f"agentdojo: written to {path}")
+
+
 def run_playbook_compile(size: str, out: Path) -> None:
     """No stack: the compiler alone, a fresh process per size."""
     sizes = {"quick": playbook_compile.Sizes.quick, "smoke": playbook_compile.Sizes.smoke}.get(
@@ -112,7 +131,7 @@ def run_playbook_compile(size: str, out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    own_servers = ["chaos", "egress", "playbook_compile"]  # benches that start no embedded stack
+    own_servers = ["agentdojo", "chaos", "egress", "playbook_compile"]  # run apart from `all`
     parser.add_argument("what", choices=["all", "report", "worker", *own_servers, *BENCHES])
     preset = parser.add_mutually_exclusive_group()
     preset.add_argument("--quick", action="store_true", help="smaller sizes (a few minutes in all)")
@@ -126,6 +145,13 @@ def main() -> None:
     parser.add_argument(
         "--seed", type=int, default=1, help="chaos: the faults' seed (same seed, same faults)"
     )
+    parser.add_argument(
+        "--suite", action="append", choices=agentdojo.suites.SUITES, help="agentdojo: only this suite"
+    )
+    parser.add_argument(
+        "--profile", action="append", choices=agentdojo.profiles.PROFILES, help="agentdojo: only this profile"
+    )
+    parser.add_argument("--model", help="agentdojo: a real model (LiteLLM name) in place of the oracle")
     parser.add_argument("--worker-options", type=json.loads, default={}, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.smoke and args.out == RESULTS_DIR:  # meaningless figures stay out of RESULTS.md
@@ -138,6 +164,8 @@ def main() -> None:
         asyncio.run(run_chaos(size, args.seed, args.out))
     elif args.what == "egress":  # no stack: bubblewrap, the proxies and a local server
         asyncio.run(run_egress("quick" if args.quick or args.smoke else "default", args.out))
+    elif args.what == "agentdojo":
+        asyncio.run(run_agentdojo("quick" if args.quick else "smoke" if args.smoke else "default", args))
     elif args.what == "playbook_compile":
         run_playbook_compile("quick" if args.quick else "smoke" if args.smoke else "default", args.out)
     elif args.what != "report":

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import egress, playbook_compile, report_costs, report_runs, report_steps
+from bench.agentdojo import report as agentdojo_report
 from bench.tables import table
 
 Renderer = Callable[[dict[str, Any]], tuple[list[list[Any]], str]]
@@ -30,6 +31,7 @@ RENDER: dict[str, Renderer] = {
     "chaos": report_runs.chaos,
     "egress": egress.render,
     "playbook_compile": playbook_compile.render,
+    "agentdojo": agentdojo_report.render,
 }
 TITLES = {
     "orchestration": "1. Orchestration overhead per step",
@@ -43,6 +45,7 @@ TITLES = {
     "chaos": "10. Chaos: deploys and crashes during a mixed workload",
     "egress": "11. Egress allowlist: the sandbox's proxies",
     "playbook_compile": "12. Playbook compile",
+    "agentdojo": "13. Prompt-injection containment (AgentDojo)",
 }
 
 

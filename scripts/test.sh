@@ -26,7 +26,10 @@ if [ "$fast" = 0 ] || [ ! -x .venv/bin/pytest ]; then
     fi
     python3 -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[test]"
+    .venv/bin/python -m pip install --quiet -e ".[test,agentdojo]"
+    # The containment bench's smoke test reads AgentDojo's suites; its own requirements are
+    # model SDKs the bench never loads, so it goes in without them.
+    .venv/bin/python -m pip install --quiet --no-deps agentdojo==0.1.35
 fi
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
