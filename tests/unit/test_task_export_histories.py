@@ -26,6 +26,7 @@ VALIDATOR = jsonschema.Draft202012Validator(
 TOLD = {
     "approval_approved.json": ({"approval_requested", "approval_decided", "signal"}, {"activity"}),
     "approval_by_update.json": ({"approval_requested", "approval_decided", "signal"}, {"activity"}),
+    "approval_published.json": ({"approval_requested", "approval_decided", "signal"}, {"activity"}),
     "approval_expired.json": ({"approval_requested", "approval_decided"}, set()),
     "budget_exhausted.json": ({"model_call"}, set()),
     "catalog_mixed_step.json": ({"approval_decided"}, {"local", "activity"}),

@@ -1,21 +1,24 @@
-"""MCP tools in the workflow, on the time-skipping server: listed once at the task's start,
-kept across continue-as-new, gated like native tools."""
+"""MCP tools in the workflow: listed once at the task's start, kept across continue-as-new,
+gated like native tools. On the dev server: nothing here waits on time, and the time-skipping
+server's result wait across many continue-as-new runs has hung under load."""
 
 from __future__ import annotations
 
 import uuid
 
-from temporalio.testing import WorkflowEnvironment
+from temporalio.client import Client
+from temporalio.worker import Worker
 
 from config.loader import parse_agent
 from tests.helpers import approve_when_pending
 from tests.workflow.record_histories import MCP_YAML, _mcp_tools
-from tests.workflow.task_env import start, worker
+from workers.sandbox import workflow_runner
+from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import SurfaceContext, TaskInput, TaskStatus
 
 
 async def test_tools_listed_at_the_start_survive_continue_as_new_and_writes_wait_for_approval(
-    ts_env: WorkflowEnvironment, task_queue: str
+    client: Client, task_queue: str
 ) -> None:
     script = _mcp_tools()
     inp = TaskInput(
@@ -26,8 +29,16 @@ async def test_tools_listed_at_the_start_survive_continue_as_new_and_writes_wait
         request="save the deploy note",
         max_steps_per_run=1,  # a new run before every step
     )
-    async with worker(ts_env, script, task_queue):
-        handle = await start(ts_env, inp, task_queue)
+    async with Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[AgentTaskWorkflow],
+        activities=script.activities(),
+        workflow_runner=workflow_runner(),
+    ):
+        handle = await client.start_workflow(
+            AgentTaskWorkflow.run, inp, id=inp.task_id, task_queue=task_queue
+        )
         pending = await approve_when_pending(handle, approver="U_ALICE")
         result = await handle.result()
     assert result.status == TaskStatus.SUCCESS
