@@ -22,11 +22,16 @@ from psycopg.rows import dict_row
 from slack_sdk.errors import SlackApiError
 from temporalio import activity
 
+from activities.discord.approvers import is_discord_role, role_members
+from activities.discord.client import DiscordNotConfigured
+from activities.discord.client import activity_error as discord_error
+from activities.linear.approvers import is_linear_email, linear_user
 from activities.providers import quiet_litellm
 from activities.runtime import runtime
 from activities.slack.card_fields import usd_text
 from activities.slack.client import activity_error
 from activities.slack.names import SlackNames, directory, resolve_approvers
+from config.settings import Settings
 from workflows.message_types import PrepareApprovalInput, PrepareApprovalResult
 from workflows.types import ActivityName
 
@@ -101,13 +106,33 @@ async def estimate_finishing(inp: PrepareApprovalInput) -> tuple[float, str]:
 async def prepare_approval(inp: PrepareApprovalInput) -> PrepareApprovalResult:
     settings = runtime().settings
     names: SlackNames | None = directory(settings) if settings.slack_bot_token is not None else None
-    try:
-        approvers = await resolve_approvers(inp.approvers, names)
-    except SlackApiError as exc:
-        raise activity_error(exc, "reading the approvers' user groups") from None
-    if approvers.unresolved:
+    user_ids: list[str] = []
+    unresolved: list[str] = []
+    for entry in inp.approvers:  # in the order listed; each surface resolves its own entries
+        if is_discord_role(entry):
+            found = await _discord_role(settings, entry)
+        elif is_linear_email(entry):
+            found = await linear_user(settings, entry)
+        else:
+            try:
+                resolved = await resolve_approvers([entry], names)
+            except SlackApiError as exc:
+                raise activity_error(exc, "reading the approvers' user groups") from None
+            found = resolved.user_ids
+        user_ids += found
+        unresolved += [] if found else [entry]
+    if unresolved:
         activity.logger.warning(
-            "approvers of %s that stand for nobody now: %s", inp.task_id, ", ".join(approvers.unresolved)
+            "approvers of %s that stand for nobody now: %s", inp.task_id, ", ".join(unresolved)
         )
     usd, note = await estimate_finishing(inp)
-    return PrepareApprovalResult(approvers.user_ids, usd, note)
+    return PrepareApprovalResult(list(dict.fromkeys(user_ids)), usd, note)
+
+
+async def _discord_role(settings: Settings, entry: str) -> list[str]:
+    try:
+        return await role_members(settings, entry)
+    except DiscordNotConfigured:
+        return []  # reported with the other entries that stand for nobody
+    except Exception as exc:
+        raise discord_error(exc, "reading the approvers' Discord role") from None

@@ -1,9 +1,11 @@
 """Surface activities: tell the task's surface what happened (started, reply, approval).
 
-They dispatch on `context.surface` to `activities.slack.surface` or
-`activities.github.surface`. The CLI surface needs no push: `openloop ask` follows the task
-through its `status` query and result. Nor does the eval surface: `openloop eval run` reads
-each task's reply from its result and decides its approvals itself (`surfaces.evals.runner`).
+They dispatch on `context.surface` to the surface's poster module, as the table of surfaces
+says (`config.surface_kinds`: `activities.slack.surface`, `activities.github.surface`,
+`activities.discord.surface`, ...), each with the same four functions. The CLI surface needs
+no push: `openloop ask` follows the task through its `status` query and result. Nor does the
+eval surface: `openloop eval run` reads each task's reply from its result and decides its
+approvals itself (`surfaces.evals.runner`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.runtime import runtime
+from config.surface_kinds import NO_PUSH, SURFACE_KINDS
 from workflows.errors import ErrorType
 from workflows.types import (
     ActivityName,
@@ -25,15 +28,14 @@ from workflows.types import (
     SurfaceContext,
 )
 
-_MODULES = {"slack": "activities.slack.surface", "github": "activities.github.surface"}
 EVAL_SURFACE = "eval"  # tasks of `openloop eval run`: nothing is posted, no outside write is made
-_NO_PUSH = ("cli", EVAL_SURFACE)
 
 
 def _surface_module(context: SurfaceContext) -> ModuleType | None:
-    if context.surface in _NO_PUSH:
+    if context.surface in NO_PUSH:
         return None
-    name = _MODULES.get(context.surface)
+    kind = SURFACE_KINDS.get(context.surface)
+    name = kind.poster if kind is not None else None
     if name is None:
         raise ApplicationError(
             f"unknown surface {context.surface!r}", type=ErrorType.TOOL_CONFIG_ERROR, non_retryable=True

@@ -228,12 +228,21 @@ class AgentSpecBody(Strict):
                 )
         # limit_to narrows a tool to some of the agent's channels or repositories; an agent
         # without that surface (a CLI agent, say) names the only places the tool may write.
-        bound = set(self.surfaces.slack.channels if self.surfaces.slack else []) | set(
-            self.surfaces.github.repos if self.surfaces.github else []
+        surfaces = self.surfaces
+        bound = (
+            set(surfaces.slack.channels if surfaces.slack else [])
+            | set(surfaces.github.repos if surfaces.github else [])
+            | set(surfaces.discord.channels if surfaces.discord else [])
+            | set(surfaces.linear.teams if surfaces.linear else [])
         )
         for index, tool in enumerate(self.tools):
             family = tool.name.split(".", 1)[0]
-            surface = {"slack": self.surfaces.slack, "github": self.surfaces.github}.get(family)
+            surface = {
+                "slack": surfaces.slack,
+                "github": surfaces.github,
+                "discord": surfaces.discord,
+                "linear": surfaces.linear,
+            }.get(family)
             for position, target in enumerate(tool.limit_to):
                 if surface is not None and target not in bound:
                     problems.append(

@@ -4,8 +4,10 @@ The seed form differs from ours in three shapes; everything else (memory, budget
 policy) is already the same:
 
 - `surfaces` is a list: `- {type: slack, channel: "#dev"}`, `- {type: github, repo: a/b}`,
-  `- {type: cli}`. A surface pyopenloop names that this release does not serve (discord,
-  zoom, linear) is left out with a warning at its `type`; any other type is a problem.
+  `- {type: linear, team: ENG}`, `- {type: zoom, host: a@b.c, post_to: {...}}`,
+  `- {type: cli}`. A surface pyopenloop names that this
+  release does not serve (`config.surface_kinds.NOT_YET_SERVED`) is left out with a warning
+  at its `type`; any other type is a problem.
 - a tool named after a family (`{name: github, permissions: [issues:write]}`) is a group:
   every tool of that family whose permission is listed.
 - `approvals.require_for` may name a permission (`github.issues:write`): every granted
@@ -42,10 +44,11 @@ from config.seed_mapping import (
     mcp_servers,
     needs_repositories,
 )
+from config.surface_kinds import SERVED
 
 __all__ = ["Expansion", "Loc", "expand", "family_tools"]
 
-SERVED_SURFACES = ("slack", "github", "cli")
+SERVED_SURFACES = SERVED
 _PERMISSION = re.compile(r"^[a-z_]+:[a-z_]+$")
 _TYPO_CUTOFF = 0.85  # issue:write is a typo of issues:write; pulls:write is another permission
 # Keys a seed-form surface item may carry besides `type`, and where each goes in ours.
@@ -59,9 +62,12 @@ _SURFACE_KEYS: dict[str, dict[str, str]] = {
         "allowed_associations": "allowed_associations",
         "allowed_bots": "allowed_bots",
     },
+    "discord": {"channel": "channels", "channels": "channels", "guild": "guild", "triggers": "triggers"},
+    "linear": {"team": "teams", "teams": "teams", "triggers": "triggers"},
+    "zoom": {"host": "hosts", "hosts": "hosts", "account": "account", "post_to": "post_to"},
     "cli": {"enabled": "enabled"},
 }
-_LISTS = {"channels", "repos"}
+_LISTS = {"channels", "repos", "teams", "hosts"}
 
 
 def expand(data: Any, tools: Mapping[str, str] | None) -> Expansion:

@@ -17,13 +17,16 @@ def to_seed_form(data: dict[str, Any], tools: Mapping[str, str]) -> dict[str, An
     surfaces = spec.get("surfaces")
     if isinstance(surfaces, dict):
         items: list[dict[str, Any]] = []
-        for kind in ("slack", "github"):
+        for kind in ("slack", "github", "discord"):
             surface = dict(surfaces.get(kind) or {})
-            many = surface.pop("channels" if kind == "slack" else "repos", [])
-            one = "channel" if kind == "slack" else "repo"
+            many = surface.pop("repos" if kind == "github" else "channels", [])
+            one = "repo" if kind == "github" else "channel"
             items += [
                 {"type": kind, one: value, **(surface if n == 0 else {})} for n, value in enumerate(many)
             ]
+        zoom = surfaces.get("zoom")
+        if isinstance(zoom, dict):  # one item, its hosts a list (a zoom item may take many)
+            items.append({"type": "zoom", **{k: v for k, v in zoom.items() if v not in (None, [])}})
         if surfaces.get("cli", True):
             items.append({"type": "cli"})
         spec["surfaces"] = items

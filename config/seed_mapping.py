@@ -25,10 +25,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from config.seed_expansion import Expansion, Loc
+from config.surface_kinds import NOT_YET_SERVED
 
 SEED_API_VERSION = "openloop.team/v1alpha1"
 # Surfaces pyopenloop names that this release does not serve: a warning, not a refusal.
-UNSERVED_SURFACES = ("discord", "zoom", "linear")
+UNSERVED_SURFACES = NOT_YET_SERVED
 TASK_ALIASES = {"investigate": "investigate_ci"}  # pyopenloop's "investigate failing CI"
 
 OPEN = "code.open_workspace"

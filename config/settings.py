@@ -62,9 +62,19 @@ class Settings(BaseModel):
     slack_signing_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_api_url: str = "https://slack.com/api/"
+    discord_bot_token: SecretStr | None = None
+    discord_public_key: str | None = None  # the application's Ed25519 key (hex) for interactions
+    discord_application_id: str | None = None
+    discord_api_url: str = "https://discord.com/api/v10"
     github_token: SecretStr | None = None
     github_webhook_secret: SecretStr | None = None
     github_api_url: str = "https://api.github.com"
+    linear_access_token: SecretStr | None = None  # the app's actor=app OAuth token (Bearer)
+    linear_api_key: SecretStr | None = None  # a personal API key, when no app token is set
+    linear_webhook_secret: SecretStr | None = None
+    linear_api_url: str = "https://api.linear.app/graphql"
+    zoom_webhook_secret_token: SecretStr | None = None  # the Zoom app's secret token (signatures)
+    zoom_api_url: str = "https://zoom.us"  # transcripts are downloaded from here or its subdomains
     github_git_url: str = "https://github.com"  # where repair loops clone repositories from
     workspaces_dir: Path | None = None  # loop workspaces (default: <state dir>/workspaces)
     # What `sandbox.setup` left behind, kept per repository and lockfiles beside the
@@ -102,7 +112,17 @@ class Settings(BaseModel):
             slack_signing_secret=_secret("SLACK_SIGNING_SECRET"),
             slack_app_token=_secret("SLACK_APP_TOKEN"),
             slack_api_url=_env("OPENLOOP_SLACK_API_URL", "https://slack.com/api/") or "",
+            discord_bot_token=_secret("DISCORD_BOT_TOKEN"),
+            discord_public_key=_env("DISCORD_PUBLIC_KEY"),
+            discord_application_id=_env("DISCORD_APPLICATION_ID"),
+            discord_api_url=_env("OPENLOOP_DISCORD_API_URL", "https://discord.com/api/v10") or "",
             github_token=_secret("GITHUB_TOKEN"),
+            linear_access_token=_secret("LINEAR_ACCESS_TOKEN"),
+            linear_api_key=_secret("LINEAR_API_KEY"),
+            linear_webhook_secret=_secret("LINEAR_WEBHOOK_SECRET"),
+            linear_api_url=_env("OPENLOOP_LINEAR_API_URL", "https://api.linear.app/graphql") or "",
+            zoom_webhook_secret_token=_secret("ZOOM_WEBHOOK_SECRET_TOKEN"),
+            zoom_api_url=_env("OPENLOOP_ZOOM_API_URL", "https://zoom.us") or "",
             github_webhook_secret=_secret("GITHUB_WEBHOOK_SECRET"),
             github_api_url=_env("GITHUB_API_URL", "https://api.github.com") or "",
             github_git_url=_env("GITHUB_GIT_URL", "https://github.com") or "",

@@ -1,14 +1,16 @@
-"""Where an agent lives: its Slack channels (and who may start it there) and its GitHub
-repositories (mentions, and the CI watch). Pydantic only."""
+"""Where an agent lives: its Slack channels (and who may start it there), its GitHub
+repositories (mentions, and the CI watch), its Discord channels, its Linear teams. Pydantic only.
+What a surface is, and which this release serves, is `config.surface_kinds`."""
 
 from __future__ import annotations
 
 import re
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from config.fields import ProblemPath, Strict, rule_error
+from config.zoom_surface import ZoomSurface, post_to_problem, zoom_target
 
 # GitHub's rules: owner 1-39 letters, digits or dashes (not first); repo letters, digits, . _ -
 _REPO = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$")
@@ -68,7 +70,96 @@ class GitHubSurface(Strict):
         return repos
 
 
+class DiscordTriggers(Strict):
+    """Who may start or steer a task from Discord. Empty lists and `everyone` mean anyone who
+    can post in the channel."""
+
+    everyone: bool = True
+    users: list[str] = Field(default=[], description="Discord user ids (snowflakes)")
+    roles: list[str] = Field(default=[], description="Discord role ids, or role names (maintainers)")
+
+
+class DiscordSurface(Strict):
+    channels: list[str] = Field(
+        min_length=1,
+        description="Discord channel ids (snowflakes) or names (eng, #eng); threads belong to their channel",
+    )
+    guild: str | None = Field(default=None, description="The server (guild) id, when channel names are used")
+    triggers: DiscordTriggers = DiscordTriggers()
+
+    @field_validator("channels")
+    @classmethod
+    def _plain_names(cls, channels: list[str]) -> list[str]:
+        return [c.strip().removeprefix("#") for c in channels]
+
+    def binds(self, channel_id: str, channel_name: str | None) -> bool:
+        """Whether a message in this channel (id, and its name when known) is this agent's."""
+        name = (channel_name or "").lower()
+        return any(c == channel_id or (name and c.lower() == name) for c in self.channels)
+
+
+# A Linear team key (ENG) or a team id (a UUID); keys are upper case in Linear.
+_TEAM = re.compile(r"^([A-Za-z][A-Za-z0-9_]{0,9}|[0-9a-fA-F-]{36})$")
+
+
+class LinearTriggers(Strict):
+    """Who may delegate an issue to the agent, mention it, or answer it in a session: the
+    listed users when any are listed, else anyone who can see the team (`everyone`)."""
+
+    everyone: bool = True
+    users: list[str] = Field(default=[], description="Linear user ids, or their emails")
+
+
+class LinearSurface(Strict):
+    teams: list[str] = Field(
+        min_length=1, description="Team keys (ENG) or team ids whose issues this agent works on"
+    )
+    triggers: LinearTriggers = LinearTriggers()
+
+    @field_validator("teams")
+    @classmethod
+    def _keys_or_ids(cls, teams: list[str]) -> list[str]:
+        problems: list[tuple[ProblemPath, str]] = [
+            ((index,), f"{team!r} is not a Linear team key (ENG: letters and digits) or team id")
+            for index, team in enumerate(teams)
+            if not _TEAM.match(team.strip())
+        ]
+        if problems:
+            raise rule_error(problems)
+        return [t.strip().upper() if len(t.strip()) != 36 else t.strip().lower() for t in teams]
+
+    def binds(self, team_key: str, team_id: str | None) -> bool:
+        """Whether an issue of this team (its key, and its id when known) is this agent's."""
+        return team_key.upper() in self.teams or (team_id or "").lower() in self.teams
+
+    def may_trigger(self, user_id: str, email: str | None) -> bool:
+        """Listed users only, when any are listed; else everyone (unless `everyone: false`)."""
+        if not self.triggers.users:
+            return self.triggers.everyone
+        listed = {u.lower() for u in self.triggers.users}
+        return user_id.lower() in listed or bool(email and email.lower() in listed)
+
+
 class Surfaces(Strict):
     slack: SlackSurface | None = None
     github: GitHubSurface | None = None
+    discord: DiscordSurface | None = None
+    linear: LinearSurface | None = None
+    zoom: ZoomSurface | None = None
     cli: bool = True
+
+    def zoom_target(self) -> tuple[str, str] | None:
+        """(surface, channel as written) a meeting's summary goes to; None without Zoom."""
+        if self.zoom is None:
+            return None
+        return zoom_target(self.zoom, *self._chat_channels())
+
+    def _chat_channels(self) -> tuple[list[str], list[str]]:
+        return (self.slack.channels if self.slack else []), (self.discord.channels if self.discord else [])
+
+    @model_validator(mode="after")
+    def _zoom_posts_to_its_own_channel(self) -> Surfaces:
+        problem = post_to_problem(self.zoom, *self._chat_channels()) if self.zoom else None
+        if problem is not None:
+            raise rule_error([problem])
+        return self

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from config.settings import Settings
+from config.surface_kinds import SURFACE_KINDS
 from surfaces.background import run_background
 
 
@@ -26,12 +27,8 @@ def create_app(settings: Settings, client: Client | None) -> FastAPI:
     limits.register(app)  # first, so the dashboard's security headers wrap its 413s too
     health.register(app)
     web.register(app)
-    for module_name in (
-        "surfaces.slack.events",
-        "surfaces.github.webhooks",
-        "surfaces.ledger",
-        "surfaces.hooks",
-    ):
+    inboxes = [kind.inbox for kind in SURFACE_KINDS.values() if kind.inbox is not None]
+    for module_name in (*inboxes, "surfaces.ledger", "surfaces.hooks"):
         _register_optional(app, module_name)
     return app
 

@@ -31,6 +31,16 @@ class ErrorType(StrEnum):
     SLACK_UNAVAILABLE = "SlackUnavailable"  # 5xx and transient error codes: retried
     SLACK_API_ERROR = "SlackApiError"  # any other error code: not retried
 
+    # Discord (activities.discord.client.activity_error).
+    DISCORD_RATE_LIMITED = "DiscordRateLimited"  # retried after Discord's retry_after
+    DISCORD_UNAVAILABLE = "DiscordUnavailable"  # 5xx, connection failed: retried
+    DISCORD_API_ERROR = "DiscordApiError"  # any other 4xx: not retried
+
+    # Linear (activities.linear.client).
+    LINEAR_RATE_LIMITED = "LinearRateLimited"  # retried after Linear's X-RateLimit-*-Reset
+    LINEAR_UNAVAILABLE = "LinearUnavailable"  # 5xx, timeouts, connection failed: retried
+    LINEAR_API_ERROR = "LinearApiError"  # auth or a refused request: not retried
+
     # GitHub (activities.github.client).
     GITHUB_TIMEOUT = "GitHubTimeout"  # retried
     GITHUB_UNAVAILABLE = "GitHubUnavailable"  # connection failed: retried

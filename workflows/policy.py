@@ -146,7 +146,12 @@ def check_write_target(agent: AgentConfig, check: ToolCheck, context: SurfaceCon
     if str(target) in allowed:
         return check
     where = ", ".join(allowed) or "none"
-    places = {WriteBound.SLACK_CHANNELS: "channels", WriteBound.GITHUB_REPOS: "repositories"}
+    places = {
+        WriteBound.SLACK_CHANNELS: "channels",
+        WriteBound.GITHUB_REPOS: "repositories",
+        WriteBound.LINEAR_TEAMS: "Linear teams",
+        WriteBound.DISCORD_CHANNELS: "Discord channels",
+    }
     what = places.get(spec.bound_by, f"targets (the limit_to of its {spec.name} grant)")
     problem = f"{spec.name} may not act on {target!r}: this agent may only write to its own {what} ({where})"
     return ToolCheck(False, spec, check.arguments, problem, "not_allowed")
@@ -158,6 +163,10 @@ def bound_targets(agent: AgentConfig, bound_by: WriteBound) -> list[str]:
         return list(surfaces.slack.channels) if surfaces.slack else []
     if bound_by == WriteBound.GITHUB_REPOS:
         return list(surfaces.github.repos) if surfaces.github else []
+    if bound_by == WriteBound.DISCORD_CHANNELS:
+        return list(surfaces.discord.channels) if surfaces.discord else []
+    if bound_by == WriteBound.LINEAR_TEAMS:
+        return list(surfaces.linear.teams) if surfaces.linear else []
     return []  # named only by the grant's limit_to
 
 

@@ -52,6 +52,8 @@ class WriteBound(StrEnum):
 
     SLACK_CHANNELS = "slack_channels"  # spec.surfaces.slack.channels
     GITHUB_REPOS = "github_repos"  # spec.surfaces.github.repos
+    DISCORD_CHANNELS = "discord_channels"  # spec.surfaces.discord.channels
+    LINEAR_TEAMS = "linear_teams"  # spec.surfaces.linear.teams (keys or ids)
     LOOP_FILES = "loop_files"  # only the tool grant's limit_to: no surface names loop files
 
 

@@ -8,6 +8,7 @@ downward, each from the ones below it:
     playbook  a playbook step's request, answered in its declared shape (with `coding`)
     coding    its one coding skill: fix the demo project's bug, propose the pull request
     thread    a Slack thread's story: its summary, the decision, the issue, the link
+    meeting   a Zoom meeting's transcript: its summary, a memory.save per decision
     reading   what they share: the reply, the label, how a conversation is read
 """
 

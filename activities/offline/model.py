@@ -3,7 +3,8 @@
 It lets the embedded default show the whole flow — recall, a tool call that needs
 approval, the tool, the reply — and says plainly in every reply that it is offline. It
 follows simple cues in the request (whole words, never inside untrusted-data blocks):
-"read/summarise the thread", "capture/remember the decision", "what did we decide", "open
+"read/summarise the thread", "summarise the meeting" (a Zoom transcript:
+`activities.offline.meeting`), "capture/remember the decision", "what did we decide", "open
 an issue", "check with / ask <teammate>" (given `agent.ask_teammate`: it passes the request
 on, never what its tools returned, and quotes the answer). After saving a decision it
 offers an issue; a "yes" in the thread opens it in the agent's bound repository (the
@@ -22,9 +23,11 @@ from typing import Any
 
 from activities.offline import reading
 from activities.offline.coding import coding_step
+from activities.offline.linear import linear_step
+from activities.offline.meeting import meeting_story
 from activities.offline.playbook import playbook_step
 from activities.offline.reading import ISSUE_OFFER, LABEL, MAX_THREAD_LINES, OfflineReply
-from activities.offline.thread import thread_story
+from activities.offline.thread import THREAD_READERS, thread_story
 from activities.store.transcript import SUMMARY_INSTRUCTION
 from workflows.prompts import MEMORIES_HEADER
 from workflows.untrusted import UNTRUSTED_DATA_RULE, unwrap
@@ -37,7 +40,8 @@ _TEAMMATE = re.compile(
 )
 _NOT_TEAMMATES = {"me", "you", "them", "him", "her", "us", "the", "a", "an", "it", "whether", "if"}
 _NO = re.compile(r"^(no|nope|not now|don't|do not)\b", re.I)
-_SPEAKER = re.compile(r"^[\w.@\[\]-]{1,80}:\s*")  # "U_ALICE: " before a follow-up's text
+# "U_ALICE: " (or "discord:1300…: ") before a follow-up's text
+_SPEAKER = re.compile(r"^(?:[\w.@\[\]-]{1,80}:)?[\w.@\[\]-]{1,80}:\s*")
 
 
 def _last(messages: list[dict[str, Any]], role: str) -> dict[str, Any] | None:
@@ -98,6 +102,9 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
     step = playbook_step(messages, tools, request, cues, system)
     if step is not None:
         return step
+    meeting = meeting_story(messages, tools, request, cues)  # a Zoom transcript to summarise
+    if meeting is not None:
+        return meeting
 
     users = reading.users(messages)
     turn = users[-1] if users else 0  # the user's latest message: this turn starts there
@@ -112,8 +119,9 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
 
     if offered and _NO.match(answer):
         return OfflineReply(f"{LABEL} OK, no issue.", [])
-    if "slack.read_thread" in tools and wants_thread and not reading.called(messages, "slack.read_thread"):
-        return reading.call(messages, "slack.read_thread", {})
+    read = next((t for t in THREAD_READERS if t in tools), None)
+    if read is not None and wants_thread and not reading.called(messages, read):
+        return reading.call(messages, read, {})
     teammate = next((n for n in _TEAMMATE.findall(cues) if n.lower() not in _NOT_TEAMMATES), None)
     if "agent.ask_teammate" in tools and teammate and not reading.called(messages, "agent.ask_teammate"):
         # The request only: what the tools returned is data, and a teammate's request is not.
@@ -129,6 +137,9 @@ def respond(messages: list[dict[str, Any]], tools: list[str]) -> OfflineReply:
         and not reading.called(messages, "memory.search")
     ):
         return reading.call(messages, "memory.search", {"query": request})
+    commented = linear_step(messages, tools, cues)
+    if commented is not None:
+        return commented
     if not wants_issue:  # asked for an issue, it tracks the problem rather than fixing it
         coding = coding_step(messages, tools, cues, system)
         if coding is not None:

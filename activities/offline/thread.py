@@ -22,6 +22,7 @@ from activities.offline.reading import ISSUE_OFFER, LABEL, MAX_THREAD_LINES, Off
 from workflows.tool_catalog import model_tool_name
 
 READ, SAVE, CREATE = "slack.read_thread", "memory.save", "github.create_issue"
+THREAD_READERS = (READ, "discord.read_thread")  # both list a thread the same way
 MAX_TITLE = 80
 _LINE = re.compile(r"^(?P<name>.+?) \((?P<user>[^()\s]+)\): (?P<text>.*)$")  # slack.read_thread's
 _DECIDED = re.compile(r"\b(decid\w*|decision|agreed|we will|we'll|going with|chose)\b", re.I)
@@ -65,7 +66,7 @@ def thread_story(
         return reading.call(messages, CREATE, {"repo": repo, "title": title, "body": body})
     users = reading.users(messages)
     this_turn = messages[users[-1] :] if users else messages
-    if offered or last.get("role") != "tool" or not _only_called(this_turn, {READ, SAVE}):
+    if offered or last.get("role") != "tool" or not _only_called(this_turn, {*THREAD_READERS, SAVE}):
         return None
     return OfflineReply(_summary_reply(messages, said, request, tools), [])
 

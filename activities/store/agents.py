@@ -66,6 +66,14 @@ def surface_claims(config: AgentConfig) -> set[str]:
         claims |= {f"slack:{channel}" for channel in config.spec.surfaces.slack.channels}
     if config.spec.surfaces.github is not None:
         claims |= {f"github:{repo.lower()}" for repo in config.spec.surfaces.github.repos}
+    if config.spec.surfaces.discord is not None:
+        claims |= {f"discord:{channel.lower()}" for channel in config.spec.surfaces.discord.channels}
+    if config.spec.surfaces.linear is not None:
+        claims |= {f"linear:{team.lower()}" for team in config.spec.surfaces.linear.teams}
+    zoom = config.spec.surfaces.zoom
+    if zoom is not None:  # a host's meetings go to one agent; an account's, when no host is named
+        hosts = [host.lower() if "@" in host else host for host in zoom.hosts]
+        claims |= {f"zoom:{host}" for host in hosts} or {f"zoom:account {zoom.account}"}
     return claims
 
 
@@ -78,7 +86,13 @@ def binding_conflicts(config: AgentConfig, others: list[AgentConfig]) -> list[st
             continue
         for claim in sorted(mine & surface_claims(other)):
             kind, target = claim.split(":", 1)
-            what = "Slack channel" if kind == "slack" else "GitHub repo"
+            what = {
+                "slack": "Slack channel",
+                "github": "GitHub repo",
+                "discord": "Discord channel",
+                "linear": "Linear team",
+                "zoom": "the Zoom meetings of",
+            }.get(kind, kind)
             problems.append(
                 f"agent {config.name!r} claims {what} {target}, which agent {other.name!r} "
                 f"(workspace {other.workspace}) already answers for: remove it from one of them"
@@ -229,3 +243,27 @@ async def agent_for_slack_channel(pool: AsyncConnectionPool, channel: str) -> St
 
 async def agent_for_github_repo(pool: AsyncConnectionPool, repo: str) -> StoredAgent | None:
     return await _bound_agent(pool, _on_repo(repo))
+
+
+async def agent_for_discord_channel(
+    pool: AsyncConnectionPool, channel_id: str, channel_name: str | None = None
+) -> StoredAgent | None:
+    """The agent bound to a Discord channel, by its id or (as agents may name it) its name."""
+
+    def bound(agent: StoredAgent) -> bool:
+        discord = agent.config.spec.surfaces.discord
+        return discord is not None and discord.binds(channel_id, channel_name)
+
+    return await _bound_agent(pool, bound)
+
+
+async def agent_for_linear_team(
+    pool: AsyncConnectionPool, team_key: str, team_id: str | None
+) -> StoredAgent | None:
+    """The agent bound to a Linear team, by its key (ENG) or its id."""
+
+    def bound(agent: StoredAgent) -> bool:
+        linear = agent.config.spec.surfaces.linear
+        return linear is not None and linear.binds(team_key, team_id)
+
+    return await _bound_agent(pool, bound)

@@ -26,6 +26,10 @@ async def run_tool(inp: ToolCallInput) -> ToolCallResult:
     rt = runtime()
     async with beating(inp.tool):
         result = await execute_tool(inp, rt)
+    if inp.context.surface == "linear":  # Linear shows each tool call in the session
+        from activities.linear.surface import report_tool_call
+
+        await report_tool_call(inp, result, rt)
     pool = await rt.pool()
     async with pool.connection() as conn:
         return await bound_and_audit(conn, inp, result)

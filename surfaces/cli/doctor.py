@@ -37,6 +37,7 @@ from activities.store import playbooks as playbook_rows
 from activities.store.agents import StoredAgent, list_agents
 from config.settings import Settings
 from surfaces.cli.env_file_check import env_file_check
+from surfaces.cli.linear_doctor import linear_check
 from surfaces.client import connect
 from surfaces.hooks import sensor_secret_env
 from surfaces.sensors import load_sensors, playbooks_dir
@@ -119,6 +120,28 @@ def surface_checks(settings: Settings, agents: list[StoredAgent], events: list[E
         )
         fix = f": set {', '.join(missing)}" if missing else ", credentials set"
         checks.append(Check("github", not missing, f"bound to {len(repos)} repo(s){fix}"))
+    discord = [c for a in agents if (bound := a.config.spec.surfaces.discord) for c in bound.channels]
+    if discord:
+        missing = [
+            name
+            for name, value in (
+                ("DISCORD_BOT_TOKEN", settings.discord_bot_token),
+                ("DISCORD_PUBLIC_KEY", settings.discord_public_key),
+                ("DISCORD_APPLICATION_ID", settings.discord_application_id),
+            )
+            if not value
+        ]
+        fix = (
+            f": set {', '.join(missing)} (openloop discord setup says where)"
+            if missing
+            else ", credentials set"
+        )
+        checks.append(Check("discord", not missing, f"bound to {len(discord)} channel(s){fix}"))
+    meetings = [a for a in agents if a.config.spec.surfaces.zoom is not None]
+    if meetings:
+        ok = settings.zoom_webhook_secret_token is not None
+        fix = ", secret token set" if ok else ": set ZOOM_WEBHOOK_SECRET_TOKEN (your Zoom app's Secret Token)"
+        checks.append(Check("zoom", ok, f"{len(meetings)} agent(s) take meetings{fix}"))
     return checks
 
 
@@ -208,6 +231,8 @@ async def _with_pool(
     events = await playbook_rows.registered_events(pool)
     checks.append(model_check(agents))
     checks += surface_checks(settings, agents, events)
+    linear = await linear_check(settings, agents)
+    checks += [Check(*linear)] if linear is not None else []
     checks += hook_checks(events, root, os.environ.get)
     try:
         client = await asyncio.wait_for(connect(settings), CONNECT_TIMEOUT_S)

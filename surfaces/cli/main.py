@@ -56,6 +56,7 @@ COMMAND_MODULES = (
     "surfaces.cli.doctor",
     "surfaces.cli.eval",
     "surfaces.slack.cli",
+    "surfaces.discord.cli",
 )
 
 for _name in COMMAND_MODULES:

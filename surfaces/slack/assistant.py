@@ -27,7 +27,7 @@ from temporalio.service import RPCError
 from activities.store.agents import TRUST_CACHED_SECONDS, StoredAgent, agent_for_slack_channel, latest_agents
 from activities.store.db import get_pool
 from config.settings import Settings
-from surfaces.slack.outcome import Outcome
+from surfaces.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, strip_mention
 from surfaces.slack.steering import Steering
 from surfaces.tasks import start_task, task_id_for

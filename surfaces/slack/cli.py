@@ -30,11 +30,11 @@ from activities.slack.client import bot_client
 from activities.store.db import get_pool
 from config.agent import AgentConfig
 from config.settings import Settings
+from surfaces.outcome import Outcome
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher
 from surfaces.slack.first_sign import FirstSign
 from surfaces.slack.manifest import manifest as app_manifest
-from surfaces.slack.outcome import Outcome
 
 log = logging.getLogger("openloop.slack")
 

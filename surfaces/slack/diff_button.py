@@ -24,7 +24,7 @@ from activities.slack.client import bot_client, error_code
 from activities.store.db import get_pool
 from activities.store.loops import load_diff
 from config.settings import Settings
-from surfaces.slack.outcome import Outcome
+from surfaces.outcome import Outcome
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.pull_request_card import PullRequestCard
 from workflows.types import TaskStatusView

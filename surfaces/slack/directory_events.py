@@ -26,8 +26,8 @@ from activities.store.agents import agent_for_slack_channel
 from activities.store.db import get_pool
 from activities.store.ledger import write_audit
 from config.settings import Settings
+from surfaces.outcome import Outcome
 from surfaces.slack.home import home_for
-from surfaces.slack.outcome import Outcome
 from workflows.types import AuditEvent
 
 log = logging.getLogger("openloop.slack")

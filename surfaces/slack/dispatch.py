@@ -9,7 +9,7 @@ diff" only acks too: `surfaces.slack.diff_button` posts the diff afterwards). An
 Slack should see (a "no agent here" reply) is a follow-up run afterwards as well. Agent work
 never runs here.
 
-`Outcome` lives in `surfaces.slack.outcome`, the payload readers in `surfaces.slack.payloads`,
+`Outcome` lives in `surfaces.outcome`, the payload readers in `surfaces.slack.payloads`,
 the thread-to-task lookup in `surfaces.slack.waiting`.
 """
 
@@ -31,10 +31,10 @@ from activities.store.db import get_pool
 from config.settings import Settings
 from surfaces.decisions import FAILED, NO_ANSWER, closed_reason, decide
 from surfaces.limits import too_large_for_temporal
+from surfaces.outcome import Outcome
 from surfaces.slack import directory_events
 from surfaces.slack.assistant import DirectMessages, allowed_bot, is_direct
 from surfaces.slack.diff_button import DiffButton
-from surfaces.slack.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot, strip_mention
 from surfaces.slack.steering import Steering
 from surfaces.slack.waiting import RecentKeys, WaitingTasks

@@ -25,10 +25,10 @@ from activities.store.db import get_pool
 from surfaces import playbook_events
 from surfaces.background import add_background
 from surfaces.limits import too_large_for_temporal
+from surfaces.outcome import Outcome
 from surfaces.slack import inbox
 from surfaces.slack.dispatch import SlackDispatcher
 from surfaces.slack.first_sign import FirstSign
-from surfaces.slack.outcome import Outcome
 
 log = logging.getLogger("openloop.slack")
 

@@ -43,8 +43,8 @@ from activities.slack.posting import WORKING
 from activities.store.agents import agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.outcome import Outcome
 from surfaces.slack.assistant import allowed_bot, dm_agent, is_direct
-from surfaces.slack.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot
 from surfaces.slack.waiting import RecentKeys
 from workflows.types import SurfaceContext

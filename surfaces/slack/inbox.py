@@ -22,9 +22,9 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
+from surfaces.outcome import Outcome
 from surfaces.slack.assistant import is_direct, listed_bots, own_message
 from surfaces.slack.directory_events import DIRECTORY_EVENTS
-from surfaces.slack.outcome import Outcome
 from surfaces.slack.payloads import HUMAN_SUBTYPES, bot_user_of, from_a_bot
 
 if TYPE_CHECKING:

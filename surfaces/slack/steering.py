@@ -28,7 +28,7 @@ from activities.store import ledger
 from activities.store.agents import StoredAgent, agent_for_slack_channel
 from activities.store.db import get_pool
 from config.settings import Settings
-from surfaces.slack.outcome import Outcome
+from surfaces.outcome import Outcome
 from surfaces.slack.waiting import RecentKeys, WaitingTasks
 from workflows.agent_task import AgentTaskWorkflow
 from workflows.types import AuditEvent, CancelRequest, UserMessage

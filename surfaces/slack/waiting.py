@@ -37,8 +37,8 @@ class RecentKeys(OrderedDict[str, object]):
 
 
 class WaitingTasks:
-    """Finds the task running in a Slack thread (working, or waiting for an answer, an
-    approval or a budget extension).
+    """Finds the task running in a thread of a surface (Slack's by default; Discord's too):
+    working, or waiting for an answer, an approval or a budget extension.
 
     Tasks are keyed by the mention's event id, not the thread, so the running tasks of the
     channel are listed (search attributes) and each one's thread is read from its start
@@ -47,15 +47,16 @@ class WaitingTasks:
 
     MAX_CANDIDATES = 50
 
-    def __init__(self, temporal: Client):
+    def __init__(self, temporal: Client, surface: str = "slack"):
         self.temporal = temporal
+        self.surface = surface
         self._threads = RecentKeys()
 
     async def find(self, channel: str, thread: str) -> WorkflowHandle[Any, Any] | None:
         if not _SLACK_ID.match(channel):
             return None
         query = (
-            f"{search.CHANNEL.name} = '{channel}' AND {search.SURFACE.name} = 'slack' "
+            f"{search.CHANNEL.name} = '{channel}' AND {search.SURFACE.name} = '{self.surface}' "
             "AND ExecutionStatus = 'Running'"
         )
         async for execution in self.temporal.list_workflows(query, limit=self.MAX_CANDIDATES):

@@ -127,7 +127,7 @@ def test_a_name_slack_does_not_know_applies_nothing(
     assert CliRunner().invoke(app, ["agents", "show", name], env=env).exit_code == 1
 
 
-def test_an_unserved_surface_is_a_warning_and_the_agent_applies(
+def test_a_discord_line_binds_the_channel_and_an_unknown_surface_is_refused_at_its_line(
     tmp_path: Path, slack: FakeSlack, env: dict[str, str]
 ) -> None:
     path, name, _ = seed_file(tmp_path, slack)
@@ -135,12 +135,18 @@ def test_an_unserved_surface_is_a_warning_and_the_agent_applies(
     path.write_text(text)
     result = CliRunner().invoke(app, ["agents", "apply", "-f", str(path)], env=env)
     assert result.exit_code == 0, result.output
-    line = next(n for n, row in enumerate(text.splitlines(), 1) if "discord" in row)
-    assert (
-        f"warning {path}:{line}: spec.surfaces[2].type: surface 'discord' is not served by this release"
-        in result.output
-    )
+    assert "not served" not in result.output
     assert f"{name}  workspace demo  version 1  applied" in result.output
+    shown = CliRunner().invoke(app, ["agents", "show", name, "-o", "yaml"], env=env)
+    assert "discord:" in shown.output and "- ops" in shown.output, shown.output
+
+    teams = text.replace('type: discord, channel: "ops"', 'type: teams, channel: "ops"')
+    path.write_text(teams)
+    refused = CliRunner().invoke(app, ["agents", "apply", "-f", str(path)], env=env)
+    assert refused.exit_code != 0
+    line = next(n for n, row in enumerate(teams.splitlines(), 1) if "teams" in row)
+    assert f"{path}:{line}" in refused.output
+    assert "surface 'teams' is not served by this release" in refused.output
 
 
 def test_validate_without_slack_accepts_names_for_apply(tmp_path: Path, slack: FakeSlack) -> None:

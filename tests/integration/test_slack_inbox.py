@@ -11,8 +11,8 @@ from psycopg_pool import AsyncConnectionPool
 
 from activities.store.db import get_pool
 from config.settings import Settings
+from surfaces.outcome import Outcome
 from surfaces.slack import inbox
-from surfaces.slack.outcome import Outcome
 from tests.fakes.slack_api import BOT_USER
 from tests.integration.slack_env import mention, pending_only
 

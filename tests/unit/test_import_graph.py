@@ -249,7 +249,7 @@ def test_the_shared_pieces_import_nothing_above_them() -> None:
 def test_the_offline_model_imports_only_downward() -> None:
     """Each part of `activities.offline` imports only the parts below it, and from the rest of
     `activities` only the transcript's shape."""
-    order = ["reading", "thread", "coding", "playbook", "model"]
+    order = ["reading", "thread", "meeting", "coding", "playbook", "linear", "model"]
     graph = import_graph()
     for index, name in enumerate(order):
         module = f"activities.offline.{name}"

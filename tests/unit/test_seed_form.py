@@ -61,14 +61,24 @@ def problems(text: str) -> list[str]:
     return [str(p) for p in caught.value.problems]
 
 
-def test_a_surface_this_release_does_not_serve_is_a_warning_at_its_line() -> None:
+def test_the_discord_line_binds_its_channel_without_a_warning() -> None:
     warnings: list[ConfigProblem] = []
     agent = parse_agent(SEED, "agent.yaml", tools=TOOLS, warnings=warnings)
-    assert [str(w) for w in warnings] == [
-        f"agent.yaml:{line_of(SEED, 'discord')}: spec.surfaces[1].type: surface 'discord' is not "
-        "served by this release (served: slack, github, cli): the agent is applied without it"
-    ]
-    assert agent == parse_agent(WITHOUT_DISCORD, tools=TOOLS)
+    assert warnings == []
+    assert agent.spec.surfaces.discord is not None and agent.spec.surfaces.discord.channels == ["ops"]
+    without = parse_agent(WITHOUT_DISCORD, tools=TOOLS)
+    assert agent.spec.surfaces.model_dump(exclude={"discord"}) == without.spec.surfaces.model_dump(
+        exclude={"discord"}
+    )
+    assert agent.spec.tools == without.spec.tools
+
+
+def test_a_surface_this_release_does_not_know_is_refused_at_its_line() -> None:
+    unknown = SEED.replace("type: discord", "type: teams")
+    with pytest.raises(AgentConfigError) as raised:
+        parse_agent(unknown, "agent.yaml", tools=TOOLS)
+    assert f"agent.yaml:{line_of(unknown, 'teams')}" in str(raised.value)
+    assert "surface 'teams' is not served by this release" in str(raised.value)
 
 
 def test_seed_form_reads_as_todays_form() -> None:

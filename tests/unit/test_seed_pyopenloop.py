@@ -55,11 +55,10 @@ def test_the_fixtures_are_the_six_real_files() -> None:
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SEEDS)))
-def test_each_real_file_validates_and_names_the_discord_surface_at_its_line(path: Path) -> None:
+def test_each_real_file_validates_and_binds_its_discord_channel(path: Path) -> None:
     agent, warnings = load(path)
-    discord = [w for w in warnings if w.field == "spec.surfaces[1].type"]
-    assert [(w.file, w.line) for w in discord] == [(str(path), line_of(path, "type: discord"))]
-    assert "surface 'discord' is not served by this release" in discord[0].message
+    assert not [w for w in warnings if w.field.startswith("spec.surfaces")]
+    assert agent.spec.surfaces.discord is not None and agent.spec.surfaces.discord.channels == ["eng"]
     assert agent.spec.surfaces.slack is not None and agent.spec.surfaces.slack.channels == ["#dev-platform"]
     assert agent.apiVersion == "openloop.ai/v1alpha1"
     if "id:" in path.read_text():  # pyopenloop 0.1's identity of record
@@ -181,14 +180,17 @@ def test_convert_keeps_every_comment_annotates_changes_and_validates(path: Path,
         "task: investigate_ci" in row and "# converted: task investigate is investigate_ci here" in row
         for row in rows
     )
-    assert any("# warning: spec.surfaces[1].type: surface 'discord'" in row for row in rows)
+    assert any("discord:  # converted: surface list item: surfaces.discord" in row for row in rows)
     out = tmp_path / "agent.yaml"
     out.write_text(converted)
     again, warnings = load(out)
     before, _ = load(path)
     assert again == before
     assert not [w for w in warnings if "discord" in w.message or w.field == "metadata.id"]
-    assert yaml.safe_load(converted)["spec"]["surfaces"] == {"slack": {"channels": ["#dev-platform"]}}
+    assert yaml.safe_load(converted)["spec"]["surfaces"] == {
+        "slack": {"channels": ["#dev-platform"]},
+        "discord": {"channels": ["eng"]},
+    }
 
 
 def test_headers_from_env_reads_a_variable_or_fills_a_template() -> None:
@@ -238,7 +240,7 @@ def test_convert_rewrites_every_document_of_a_file(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
     path.write_text(one + "---\n" + one.replace("name: dev-platform", "name: second"))
     rows = converted(path)
-    assert sum("# warning: spec.surfaces[1].type" in row for row in rows) == 2
+    assert sum("# converted: surface list item: surfaces.discord" in row for row in rows) == 2
     out = tmp_path / "out.yaml"
     out.write_text("\n".join(rows) + "\n")
     names = [a.name for a in load_agent_documents(out, tools=TOOLS)]

@@ -50,7 +50,7 @@ def test_the_catalog_grants_the_workflow_tools_but_not_the_ones_that_come_with_s
 
 def test_the_model_is_offered_the_workflow_tools_as_declared() -> None:
     names = ["agent.delegate", "skill.load", "code.open_workspace", "github.create_pull_request"]
-    offered = model_tools([*names, "memory.search", "linear.create_issue"])
+    offered = model_tools([*names, "memory.search", "jira.create_issue"])  # an MCP tool: not here
     assert [tool["function"]["name"] for tool in offered] == [  # type: ignore[index]
         "agent__delegate",
         "skill__load",
@@ -86,6 +86,8 @@ def test_the_reading_tools_of_a_profile_are_the_catalogs() -> None:
         "github.get_job_log",
         "github.list_failed_runs",
         "github.search_issues",
+        "linear.get_issue",
+        "linear.search_issues",
         "memory.search",
         "skill.load",
         "skill.read",

@@ -1,0 +1,1 @@
+"""Linear's agent platform: signed agent session webhooks start, steer and decide tasks."""
