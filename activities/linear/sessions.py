@@ -42,9 +42,9 @@ async def create_once(
         data = await graphql(settings, mutation, variables)
     except LinearRateLimited:
         raise
-    except LinearError as exc:
-        if exc.retryable:
-            raise
+    except LinearError:
+        # However Linear words the refusal of an id it already has (a 4xx, or an internal
+        # error), the object with that id is the one an earlier attempt created.
         try:
             found = (await graphql(settings, lookup, {"id": the_id})).get(lookup_field)
         except LinearError:

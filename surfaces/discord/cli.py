@@ -21,7 +21,7 @@ from activities.discord.client import DiscordNotConfigured, discord_call
 from config.settings import Settings
 
 discord_app = typer.Typer(help="Discord: check the bot, register /openloop, and how to finish the setup.")
-console = Console()
+console = Console(emoji=False, highlight=False)
 
 # View channels, send messages (and in threads), create public threads, read history, add reactions.
 PERMISSIONS = (1 << 10) | (1 << 11) | (1 << 38) | (1 << 35) | (1 << 16) | (1 << 6)
@@ -90,8 +90,10 @@ def setup(
         if settings.dashboard_url
         else f"http://{settings.http_address}"
     )
-    console.print(f"Invite the bot: {invite_url(app_id)}")
-    console.print(f"Interactions Endpoint URL (General Information): {base}/discord/interactions")
+    console.print(f"Invite the bot: {invite_url(app_id)}", soft_wrap=True)
+    console.print(
+        f"Interactions Endpoint URL (General Information): {base}/discord/interactions", soft_wrap=True
+    )
     console.print("Bot → Privileged Gateway Intents: enable Message Content and Server Members.")
     missing = [n for n, v in (("DISCORD_PUBLIC_KEY", settings.discord_public_key),) if not v]
     if missing:

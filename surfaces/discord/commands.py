@@ -87,8 +87,10 @@ class Interactions:
                 interaction, "No agent is bound to this channel (`spec.surfaces.discord`)."
             )
         user = user_of(interaction)
+        surface = agent.config.spec.surfaces.discord
         roles = [str(r) for r in _obj(interaction.get("member")).get("roles") or []]
-        if not may_trigger(agent.config.spec.surfaces.discord, str(user.get("id")), roles, []):
+        names = await self._role_names(str(interaction.get("guild_id") or ""), roles, surface.triggers.roles)
+        if not may_trigger(surface, str(user.get("id")), roles, names):
             return await self._answer(
                 interaction, f"You're not on the list of people who can ask **{agent.name}**."
             )
@@ -109,6 +111,14 @@ class Interactions:
             log.error("could not start %s: %s", task_id, exc.status.name)
             return Outcome("start failed", status=503)
         return Outcome("started from /openloop ask")
+
+    async def _role_names(self, guild_id: str, role_ids: list[str], listed: list[str]) -> list[str]:
+        """The names of the clicker's roles, read only when the triggers name roles by name
+        (an interaction carries role ids)."""
+        if not guild_id or not role_ids or all(r.isdigit() for r in listed):
+            return []
+        roles = await discord_call(self.settings, "GET", "/guilds/{guild_id}/roles", guild_id=guild_id) or []
+        return [str(r.get("name")) for r in roles if str(r.get("id")) in role_ids]
 
     async def _status(self, interaction: dict[str, Any], channel_id: str) -> Outcome:
         query = (

@@ -78,6 +78,9 @@ async def _download(url: str, token: str) -> Transcript:
         raise FetchProblem(f"more than {MAX_REDIRECTS} redirects", retry=False) from None
     except httpx.TransportError as exc:
         raise FetchProblem(f"could not reach Zoom ({type(exc).__name__})", retry=True) from None
+    if not bytes(body[:16]).lstrip(b"\xef\xbb\xbf \r\n").startswith(b"WEBVTT"):
+        # A refused link may answer 200 with a sign-in page: never summarise that.
+        raise FetchProblem("Zoom did not send a WebVTT transcript (a sign-in page?)", retry=False)
     if len(body) <= MAX_TRANSCRIPT_BYTES:
         return Transcript(body.decode("utf-8", errors="replace"), cut=False)
     end = body.rfind(b"\n", 0, MAX_TRANSCRIPT_BYTES) + 1 or MAX_TRANSCRIPT_BYTES  # at a line's end

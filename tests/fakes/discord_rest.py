@@ -55,6 +55,8 @@ class Rest:
             ("GET", channel + "/messages", self.list_messages),
             ("GET", msg, self.get_message),
             ("PATCH", msg, self.edit_message),
+            ("DELETE", msg, self.delete_message),
+            ("DELETE", channel, self.delete_channel),
             ("POST", msg + "/threads", self.thread_from_message),
             ("POST", channel + "/threads", self.thread_without_message),
             ("PUT", msg + "/reactions/{emoji}/@me", self.react),
@@ -209,6 +211,24 @@ class Rest:
                 return error(403, 50005, "Cannot edit a message authored by another user")
             apply_edit(fake.world.users, found, body)
         await fake.dispatch_message("MESSAGE_UPDATE", found)
+        return reply(found)
+
+    async def delete_message(self, request: web.Request) -> web.Response:
+        info, world = request.match_info, self._fake.world
+        with self._fake.lock:
+            kept = world.messages.get(info["channel_id"], [])
+            world.messages[info["channel_id"]] = [m for m in kept if m["id"] != info["message_id"]]
+            gone = len(kept) != len(world.messages[info["channel_id"]])
+        return reply(None) if gone else unknown("Message")
+
+    async def delete_channel(self, request: web.Request) -> web.Response:
+        """Deleting a thread (the only channels a bot here deletes) takes its messages along."""
+        with self._fake.lock:
+            found = self._fake.world.channel(request.match_info["channel_id"])
+            if found is None or found["type"] not in (10, 11, 12):
+                return unknown("Channel")
+            self._fake.world.threads.pop(found["id"], None)
+            self._fake.world.messages.pop(found["id"], None)
         return reply(found)
 
     async def react(self, request: web.Request) -> web.Response:

@@ -4,15 +4,19 @@ and routes (Slack names through the fake Slack API, the session's real PostgreSQ
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 import yaml
+from psycopg_pool import AsyncConnectionPool
 from typer.testing import CliRunner
 
+from activities.store.agents import agent_for_discord_channel, agent_for_slack_channel
 from surfaces.cli.main import app
 from tests.fakes.slack_api import FakeSlack
 
@@ -37,6 +41,13 @@ def slack(channel: str) -> Iterator[FakeSlack]:
 
 @pytest.fixture
 def env(pg_url: str, tmp_path: Path, slack: FakeSlack) -> dict[str, str]:
+    # Both files bind Discord's #eng: one of them may hold it at a time, as two agents of a
+    # team would be told at apply. Each test starts with neither.
+    with psycopg.connect(pg_url) as conn:
+        conn.execute(
+            "DELETE FROM agents WHERE (workspace, name) IN "
+            "(('openloop-team', 'openloop'), ('acme', 'dev-platform'))"
+        )
     separator = "&" if "?" in pg_url else "?"
     return {
         "OPENLOOP_DATABASE_URL": f"{pg_url}{separator}application_name=openloop-cli-test",
@@ -65,7 +76,8 @@ def test_the_newest_file_applies_with_its_mcp_server_and_coding_tools(
     env: dict[str, str], channel: str
 ) -> None:
     output, spec = applied(NEWEST, "openloop", "openloop-team", env)
-    assert f"warning {NEWEST}:{line_of(NEWEST, 'type: discord')}: spec.surfaces[1].type" in output
+    assert "spec.surfaces" not in output  # the discord line binds its channel now
+    assert spec["surfaces"]["discord"]["channels"] == ["eng"]
     assert f"warning {NEWEST}:{line_of(NEWEST, '  id: ')}: metadata.id: not used here" in output
     assert spec["surfaces"]["slack"]["channels"] == [channel]
     assert spec["mcp_servers"] == [
@@ -123,7 +135,10 @@ def test_the_repository_file_applies_with_coding_worker_and_its_ci_logs_server(
     env: dict[str, str], channel: str
 ) -> None:
     output, spec = applied(REPO, "dev-platform", "acme", env)
-    assert f"warning {REPO}:{line_of(REPO, 'type: discord')}: spec.surfaces[1].type" in output
+    assert "spec.surfaces" not in output
+    # A message in Discord's #eng (by its name, as the file writes it) and one in the Slack
+    # channel both reach this agent.
+    assert asyncio.run(_bound(env["OPENLOOP_DATABASE_URL"], channel)) == ("dev-platform", "dev-platform")
     assert [(s["name"], s["url"], s["allow"]) for s in spec["mcp_servers"]] == [
         ("ci-logs", "http://localhost:8931", ["get_run_logs", "list_runs"])
     ]
@@ -134,6 +149,17 @@ def test_the_repository_file_applies_with_coding_worker_and_its_ci_logs_server(
         "match": {"task": "investigate_ci"},
         "model": "anthropic/claude-sonnet-4-6",
     }
+
+
+async def _bound(database_url: str, slack_channel: str) -> tuple[str | None, str | None]:
+    pool = AsyncConnectionPool(database_url, open=False)
+    await pool.open()
+    try:
+        discord = await agent_for_discord_channel(pool, "1200000000000000010", "eng")
+        slack = await agent_for_slack_channel(pool, slack_channel)
+    finally:
+        await pool.close()
+    return (discord.name if discord else None, slack.name if slack else None)
 
 
 def test_validate_prints_each_warning_and_succeeds(env: dict[str, str]) -> None:

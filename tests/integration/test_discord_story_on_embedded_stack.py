@@ -72,6 +72,8 @@ def test_the_discord_story_runs_offline_on_the_embedded_stack(
         assert "Agreed. Decision: Postgres 16 for the usage ledger" in summary["content"]
         assert "summarise this" not in summary["content"]
 
+        # Discord rate-limits the next post in the thread: discord.py waits it out, nothing is lost.
+        discord.rate_limit("POST", f"/channels/{thread}/messages", times=1, retry_after=0.3)
         discord.say(thread, ALICE_ID, "yes")
         card = eventually(
             lambda: next((m for m in ours() if m.get("components")), None),
@@ -81,6 +83,10 @@ def test_the_discord_story_runs_offline_on_the_embedded_stack(
         assert f"<@&{serve_discord.MAINTAINERS}>" in card["content"] or "maintainers" in card["content"]
         assert REPO in str(card["embeds"]) and "Postgres 16 for the usage ledger" in str(card["embeds"])
         approve = card["components"][0]["components"][0]["custom_id"]
+        posts = [
+            c.status for c in discord.calls if c.method == "POST" and c.path == f"/channels/{thread}/messages"
+        ]
+        assert 429 in posts and len([m for m in ours() if m.get("components")]) == 1
 
         forged = discord.deliver(interactions, discord.button_interaction(BOB_ID, card, approve), forge=True)
         stale = discord.deliver(interactions, discord.button_interaction(BOB_ID, card, approve), stale=True)

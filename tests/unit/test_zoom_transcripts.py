@@ -58,3 +58,12 @@ async def test_a_transcript_over_the_cap_is_cut_at_a_line(zoom: FakeZoom) -> Non
     url, token = zoom.add_transcript("WEBVTT\n\n" + cue * (MAX_TRANSCRIPT_BYTES // len(cue) + 50))
     found = await fetch_transcript(url, token, zoom.base_url)
     assert found.cut and len(found.text.encode()) <= MAX_TRANSCRIPT_BYTES and found.text.endswith("\n")
+
+
+async def test_a_sign_in_page_answered_with_200_is_never_taken_for_the_transcript(zoom: FakeZoom) -> None:
+    url, token = zoom.add_transcript("<!doctype html><html><body>Sign in to Zoom</body></html>")
+    with pytest.raises(FetchProblem, match="WebVTT") as refused:
+        await fetch_transcript(url, token, zoom.base_url)
+    assert not refused.value.retry
+    with_bom, bom_token = zoom.add_transcript("\ufeff" + VTT)
+    assert (await fetch_transcript(with_bom, bom_token, zoom.base_url)).text.endswith("Alice: hello\n")
