@@ -5,8 +5,8 @@ and mia; bob and mia hold the `maintainers` role), a fake GitHub with `acme/deci
     .venv/bin/python -m tests.fakes.serve_discord          # serves both until Ctrl-C
     #   prints the exports for `openloop up --demo` and the agent file it wrote
 
-The story test (`tests/integration/test_discord_story_on_embedded_stack.py`) uses the same
-pieces.
+Alice and bob may ask the agent; mia may not (`triggers`). The story test
+(`tests/integration/test_discord_story_on_embedded_stack.py`) uses the same pieces.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ spec:
   surfaces:
     discord:
       channels: [eng]
+      triggers: {{users: ["{ALICE_ID}", "{BOB_ID}"]}}   # mia may read along, not ask
     github:
       repos: [{REPO}]
   memory: {{scope: channel}}

@@ -3,10 +3,12 @@ fake Discord (REST v10, the Gateway discord.py connects to, signed interactions)
 GitHub; the `scribe` agent bound to `#eng` by name, as the seed's own agent file binds it.
 
 A conversation in #eng → "@openloop summarise this and capture the decision" → the answer in a
-thread started from the mention, ending with the offer of an issue → "yes" in the thread joins
-the same task → an approval message with buttons naming the maintainers role → a forged click
-refused (401) → alice (not a maintainer) is told privately she may not decide → bob approves,
-his click delivered twice → exactly one GitHub issue, its link in the thread, the card decided.
+thread started from the mention, ending with the offer of an issue → mia (not among the
+agent's triggers) says "stop" and is told it was not passed on → "yes" in the thread joins the
+same task, its post surviving a 429 → an approval message with buttons naming the maintainers
+role → a forged and a stale click refused (401) → alice (not a maintainer) is told privately
+she may not decide → bob approves, his click delivered twice → exactly one GitHub issue, its
+link in the thread, the card decided.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from activities.offline import ISSUE_OFFER
 from tests.fakes import serve_discord
 from tests.fakes.discord_api import FakeDiscord
-from tests.fakes.discord_objects import ALICE_ID, BOB_ID, BOT_ID, ENG_CHANNEL_ID
+from tests.fakes.discord_objects import ALICE_ID, BOB_ID, BOT_ID, ENG_CHANNEL_ID, MIA_ID
 from tests.fakes.github_api import FakeGitHub
 from tests.helpers import eventually
 from tests.integration.test_slack_story_on_embedded_stack import STEP_SECONDS, up_demo
@@ -71,6 +73,16 @@ def test_the_discord_story_runs_offline_on_the_embedded_stack(
         )
         assert "Agreed. Decision: Postgres 16 for the usage ledger" in summary["content"]
         assert "summarise this" not in summary["content"]
+
+        # Mia is not among the agent's triggers: her "stop" is not passed on, she is told why.
+        stopped = discord.say(thread, MIA_ID, "stop")
+        eventually(
+            lambda: next((m for m in ours() if "not on the list" in m["content"]), None),
+            f"mia's refusal\n{log.read_text()[-3000:]}",
+            STEP_SECONDS,
+        )
+        told = next(m for m in ours() if "not on the list" in m["content"])
+        assert (told.get("message_reference") or {}).get("message_id") == stopped["id"]
 
         # Discord rate-limits the next post in the thread: discord.py waits it out, nothing is lost.
         discord.rate_limit("POST", f"/channels/{thread}/messages", times=1, retry_after=0.3)
