@@ -22,7 +22,7 @@ from workflows.errors import ErrorType
 
 MAX_INLINE_WAIT_SECONDS = 30.0  # discord.py's floor for handing a long wait back
 _CLIENTS: dict[tuple[int, str, str], Any] = {}
-_LOCK = asyncio.Lock()
+_LOCKS: dict[int, asyncio.Lock] = {}  # one per event loop: a lock belongs to the loop it waits in
 
 
 class DiscordNotConfigured(RuntimeError):
@@ -39,14 +39,25 @@ async def discord_http(settings: Settings) -> Any:
     base = settings.discord_api_url.rstrip("/")
     loop = asyncio.get_running_loop()
     key = (id(loop), token, base)
-    async with _LOCK:
+    async with _LOCKS.setdefault(id(loop), asyncio.Lock()):
         http = _CLIENTS.get(key)
         if http is None or http._HTTPClient__session.closed:  # noqa: SLF001 - closed with its loop
             Route.BASE = base  # one Discord per process: its API URL is a class setting there
             http = HTTPClient(loop, max_ratelimit_timeout=MAX_INLINE_WAIT_SECONDS)
-            await http.static_login(token)
+            try:
+                await http.static_login(token)
+            except BaseException:
+                await http.close()  # a refused token: no session left open behind
+                raise
             _CLIENTS[key] = http
     return http
+
+
+async def close_discord_clients() -> None:
+    """Close this loop's clients (a command that ends its loop; a worker keeps its own)."""
+    loop_id = id(asyncio.get_running_loop())
+    for key in [k for k in _CLIENTS if k[0] == loop_id]:
+        await _CLIENTS.pop(key).close()
 
 
 async def discord_call(

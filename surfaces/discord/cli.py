@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 import typer
 from rich.console import Console
 
-from activities.discord.client import DiscordNotConfigured, discord_call
+from activities.discord.client import DiscordNotConfigured, close_discord_clients, discord_call
 from config.settings import Settings
 
 discord_app = typer.Typer(help="Discord: check the bot, register /openloop, and how to finish the setup.")
@@ -103,13 +103,19 @@ def setup(
 async def _check(
     settings: Settings, guild: str | None, register_command: bool
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    bot = await discord_call(settings, "GET", "/users/@me")
-    application = await discord_call(settings, "GET", "/applications/@me")
-    if register_command:
-        app_id = str(application["id"])
-        if guild:
-            path, params = "/applications/{application_id}/guilds/{guild_id}/commands", {"guild_id": guild}
-        else:
-            path, params = "/applications/{application_id}/commands", {}
-        await discord_call(settings, "PUT", path, json=[COMMAND], application_id=app_id, **params)
+    try:
+        bot = await discord_call(settings, "GET", "/users/@me")
+        application = await discord_call(settings, "GET", "/applications/@me")
+        if register_command:
+            app_id = str(application["id"])
+            if guild:
+                path, params = (
+                    "/applications/{application_id}/guilds/{guild_id}/commands",
+                    {"guild_id": guild},
+                )
+            else:
+                path, params = "/applications/{application_id}/commands", {}
+            await discord_call(settings, "PUT", path, json=[COMMAND], application_id=app_id, **params)
+    finally:
+        await close_discord_clients()
     return bot, application
