@@ -8,7 +8,8 @@ agent's triggers) says "stop" and is told it was not passed on → "yes" in the 
 same task, its post surviving a 429 → an approval message with buttons naming the maintainers
 role → a forged and a stale click refused (401) → alice (not a maintainer) is told privately
 she may not decide → bob approves, his click delivered twice → exactly one GitHub issue, its
-link in the thread, the card decided.
+link in the thread, the card decided → `/openloop ask` answers from the channel's memory in a
+thread, `/openloop status` privately.
 """
 
 from __future__ import annotations
@@ -134,6 +135,30 @@ def test_the_discord_story_runs_offline_on_the_embedded_stack(
         assert "Approved" in decided["content"] and f"<@{BOB_ID}>" in decided["content"]
         assert issue["title"] == "Postgres 16 for the usage ledger, owned by the platform team"
         assert len(github.issues(REPO)) == 1
+
+        # Later, the slash command: the answer comes from the channel's memory, in a thread
+        # started from the command's response; `/openloop status` answers privately.
+        ask = discord.command_interaction(ALICE_ID, ENG_CHANNEL_ID, "ask", {"request": "what did we decide?"})
+        assert discord.deliver(interactions, ask).json()["type"] == 5  # "thinking", in the channel
+        response = eventually(
+            lambda: next((m for m in discord.messages(ENG_CHANNEL_ID) if "On it." in m["content"]), None),
+            f"the command's response\n{log.read_text()[-3000:]}",
+            STEP_SECONDS,
+        )
+        eventually(
+            lambda: next(
+                (m for m in discord.messages(response["id"]) if "Postgres 16" in m["content"]), None
+            ),
+            f"the answer from memory\n{log.read_text()[-3000:]}",
+            STEP_SECONDS,
+        )
+        status = discord.command_interaction(BOB_ID, ENG_CHANNEL_ID, "status", {})
+        assert discord.deliver(interactions, status).json() == {"type": 5, "data": {"flags": 64}}
+        eventually(
+            lambda: [e for e in discord.ephemerals if "task" in e.get("content", "").lower()],
+            "the status, privately",
+            STEP_SECONDS,
+        )
     finally:
         assert stop(process) == 0, log.read_text()[-3000:]
         github.stop()
