@@ -32,6 +32,7 @@ from tests.fakes.discord_interactions import Interactions
 from tests.fakes.discord_objects import APPLICATION_ID, BOT_ID, World, message
 from tests.fakes.discord_rest import Rest
 from tests.fakes.discord_wire import BODY, Buckets, reply
+from tests.fakes.thread_server import ThreadServer
 
 API_PREFIX = "/api/v10"
 # Discord answers these without the bot token: the interaction token in the URL is the secret.
@@ -61,10 +62,7 @@ class FakeDiscord:
         self.gateway = Gateway(self)
         self.rest = Rest(self)
         self.interactions = Interactions(self)
-        self.port = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
+        self._server = ThreadServer("fake-discord")
 
     # Lifecycle ---------------------------------------------------------------------------
 
@@ -76,46 +74,23 @@ class FakeDiscord:
     def gateway_url(self) -> str:
         return self.gateway.url
 
+    @property
+    def port(self) -> int:
+        return self._server.port
+
     def start(self) -> FakeDiscord:
-        ready = threading.Event()
-
-        def serve() -> None:
-            self._loop = asyncio.new_event_loop()
-            self._loop.run_until_complete(self._start_site())
-            ready.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=serve, name="fake-discord", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("fake Discord server did not start")
+        self._server.start(self._app)
         return self
 
-    async def _start_site(self) -> None:
+    def _app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware])
         app.router.add_get("/gateway", self.gateway.serve)
         for method, path, handler in [*self.rest.routes(), *self.interactions.routes()]:
             app.router.add_route(method, API_PREFIX + path, handler)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return app
 
     def stop(self) -> None:
-        if self._loop is None:
-            return
-
-        async def shutdown() -> None:
-            await self.gateway.close_all()
-            if self._runner is not None:
-                await self._runner.cleanup()
-
-        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-        self._loop = None
+        self._server.stop(before=self.gateway.close_all)
 
     def __enter__(self) -> FakeDiscord:
         return self.start()
@@ -124,8 +99,7 @@ class FakeDiscord:
         self.stop()
 
     def _run(self, work: Awaitable[Any], timeout: float = 10) -> Any:
-        assert self._loop is not None, "start the fake first"
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)  # type: ignore[arg-type]
+        return self._server.run(work, timeout)
 
     # Test controls -----------------------------------------------------------------------
 

@@ -17,11 +17,9 @@ forged and stale variants.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +28,8 @@ from typing import Any
 from aiohttp import web
 from graphql import FieldNode, GraphQLError, OperationDefinitionNode, parse
 from graphql.utilities import value_from_ast_untyped
+
+from tests.fakes.thread_server import ThreadServer
 
 
 @dataclass
@@ -48,50 +48,29 @@ class FakeLinear:
     def __init__(self, token: str = "lin_oauth_test") -> None:
         self.token = token
         self.store = Store()
-        self.port = 0
         self.reset_in = 1.0  # seconds until a rate limit resets
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
+        self._server = ThreadServer("fake-linear")
         self.viewer = self.add_user("agent@openloop.test", "OpenLoop")
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/graphql"
 
+    @property
+    def port(self) -> int:
+        return self._server.port
+
     def start(self) -> FakeLinear:
-        ready = threading.Event()
-
-        def serve() -> None:
-            self._loop = asyncio.new_event_loop()
-            self._loop.run_until_complete(self._start_site())
-            ready.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=serve, name="fake-linear", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("fake Linear did not start")
+        self._server.start(self._app)
         return self
 
-    async def _start_site(self) -> None:
+    def _app(self) -> web.Application:
         app = web.Application()
         app.router.add_post("/graphql", self._graphql)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return app
 
     def stop(self) -> None:
-        if self._loop is None:
-            return
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-        self._loop = None
+        self._server.stop()
 
     # Test controls -------------------------------------------------------------------------
 

@@ -14,17 +14,17 @@ HMAC-SHA256 of `v0:{timestamp}:{body}`), plus forged and stale variants.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
 import secrets
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.thread_server import ThreadServer
 
 
 @dataclass
@@ -39,50 +39,28 @@ class FakeZoom:
         self.files: dict[str, tuple[str, str]] = {}  # file id -> (download token, vtt)
         self.downloads: list[Download] = []
         self._failures = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._runner: web.AppRunner | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
+        self._server = ThreadServer("fake-zoom")
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def port(self) -> int:
+        return self._server.port
+
     def start(self) -> FakeZoom:
-        ready = threading.Event()
-
-        def serve() -> None:
-            self._loop = asyncio.new_event_loop()
-            self._loop.run_until_complete(self._start_site())
-            ready.set()
-            self._loop.run_forever()
-
-        self._thread = threading.Thread(target=serve, name="fake-zoom", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("fake Zoom server did not start")
+        self._server.start(self._app)
         return self
 
-    async def _start_site(self) -> None:
+    def _app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/rec/download/{file_id}", self._download)
         app.router.add_get("/storage/{file_id}", self._stored)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return app
 
     def stop(self) -> None:
-        if self._loop is None:
-            return
-        runner = self._runner
-        if runner is not None:
-            asyncio.run_coroutine_threadsafe(runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(10)
-        self._loop = None
+        self._server.stop()
 
     def __enter__(self) -> FakeZoom:
         return self.start()
