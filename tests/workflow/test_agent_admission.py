@@ -97,6 +97,7 @@ async def test_tasks_over_the_concurrency_limit_wait_in_line_and_all_finish(
         first = await start(ts_env, task_input(yaml_text), task_queue)
         await pending_request(first)  # the first holds the only slot, waiting for approval
         second = await start(ts_env, task_input(yaml_text), task_queue)
+        await until(_queued(said, 1))  # in line before the third asks: the line's order is known
         third = await start(ts_env, task_input(yaml_text), task_queue)
         await until(_queued(said, 2))
         assert await status_of(second) == TaskStatus.QUEUED
