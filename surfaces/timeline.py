@@ -17,6 +17,7 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import ActivityTaskScheduledEventAttributes, HistoryEvent
 from temporalio.converter import decode_search_attributes
 
+from surfaces.timeline_activities import activity_failed, completed, model_entry, tool_entry, tool_input
 from surfaces.timeline_approvals import VoidedApprovals, mcp_problems, tell_what_followed
 from surfaces.timeline_children import CHILD_EVENTS, child_wait, read_child_event
 from surfaces.timeline_code import CODE_ACTIVITIES, CodeSteps
@@ -27,19 +28,17 @@ from workers.history import event_time, local_activity_type
 from workflows import search
 from workflows.code_types import CodeActivity, CodeToolInput, CodeToolResult
 from workflows.loop_types import LoopActivity
-from workflows.mcp_types import McpCallInput, McpListResult
+from workflows.mcp_types import McpListResult
 from workflows.message_types import PrepareApprovalResult
 from workflows.types import (
     ActivityName,
     ModelCallInput,
     ModelCallResult,
     PostApprovalRequestInput,
-    PostReplyInput,
     RecallResult,
     ResolveApprovalRequestInput,
     TaskInput,
     TaskResult,
-    ToolCallInput,
     ToolCallResult,
 )
 
@@ -102,7 +101,7 @@ class _Reader:
                 self._track_approvers(started, attrs.result)
                 story.entries.extend(self._completed(started, attrs.result, at))
         elif kind in (E.EVENT_TYPE_ACTIVITY_TASK_FAILED, E.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT):
-            story.entries.append(_activity_failed(event, self.scheduled, at))
+            story.entries.append(activity_failed(event, self.scheduled, at))
         elif kind == E.EVENT_TYPE_MARKER_RECORDED:
             entry = self._local(event, at)
             if entry is not None:
@@ -172,8 +171,8 @@ class _Reader:
         if name in CODE_ACTIVITIES:
             return self._code(attrs, result, at)
         if name != ActivityName.CALL_MODEL:
-            entry = _completed(scheduled, result, at)
-            ran = _tool_input(attrs) if entry is not None else None
+            entry = completed(scheduled, result, at)
+            ran = tool_input(attrs) if entry is not None else None
             self.calls = [c for c in self.calls if ran is None or c.call_id != ran.call_id]
             return [entry] if entry is not None else []
         inp, out = _decode(attrs.input, ModelCallInput), _decode(result, ModelCallResult)
@@ -182,11 +181,11 @@ class _Reader:
         # Tool calls folded into this call ran in it, before the model was asked.
         folded = inp.folded_calls if inp is not None else []
         entries = [
-            _tool_entry(at, call.tool, outcome, call.step)
+            tool_entry(at, call.tool, outcome, call.step)
             for call, outcome in zip(folded, out.tool_results, strict=False)
         ]
         step = inp.step if inp else None
-        entries.append(_model_entry(at, out, step))
+        entries.append(model_entry(at, out, step))
         self.calls = [_Call(c.id, c.name.replace("__", "."), step) for c in out.tool_calls]
         return entries
 
@@ -230,36 +229,7 @@ class _Reader:
         call = candidates[0] if candidates else None
         if call is not None:
             self.calls.remove(call)
-        return _tool_entry(at, call.tool if call else "tool", out, call.step if call else None)
-
-
-def _tool_entry(
-    at: datetime, tool: str, out: ToolCallResult | None, step: int | None, who: str | None = None
-) -> Entry:
-    outcome = "ok" if out is None or out.ok else (out.error_kind or "failed")
-    preview = (out.output[:100] if out else "").replace("\n", " ")
-    return Entry(at, EntryKind.TOOL, f"{tool}: {outcome}: {preview}", step=step, who=who)
-
-
-def _tool_input(attrs: ActivityTaskScheduledEventAttributes) -> ToolCallInput | None:
-    """The call a native or MCP tool activity ran; None for any other activity."""
-    if attrs.activity_type.name == ActivityName.MCP_CALL_TOOL:
-        mcp = _decode(attrs.input, McpCallInput)
-        return mcp.call if mcp is not None else None
-    if attrs.activity_type.name == ActivityName.RUN_TOOL:
-        return _decode(attrs.input, ToolCallInput)
-    return None
-
-
-def _activity_failed(event: HistoryEvent, scheduled: dict[int, HistoryEvent], at: datetime) -> Entry:
-    if event.event_type == E.EVENT_TYPE_ACTIVITY_TASK_FAILED:
-        failed = event.activity_task_failed_event_attributes
-        started, message = scheduled.get(failed.scheduled_event_id), failed.failure.message
-    else:
-        timed_out = event.activity_task_timed_out_event_attributes
-        started, message = scheduled.get(timed_out.scheduled_event_id), timed_out.failure.message
-    name = started.activity_task_scheduled_event_attributes.activity_type.name if started else "activity"
-    return Entry(at, EntryKind.FAILURE, f"{name} failed: {message}")
+        return tool_entry(at, call.tool if call else "tool", out, call.step if call else None)
 
 
 def _failure_message(event: HistoryEvent) -> str:
@@ -268,45 +238,3 @@ def _failure_message(event: HistoryEvent) -> str:
     if event.HasField("workflow_execution_terminated_event_attributes"):
         return event.workflow_execution_terminated_event_attributes.reason
     return ""
-
-
-def _model_entry(at: datetime, out: ModelCallResult, step: int | None) -> Entry:
-    usage = out.usage
-    did = f"{len(out.tool_calls)} tool call(s)" if out.tool_calls else f"answered ({out.finish_reason})"
-    if out.tool_calls:
-        did += ": " + ", ".join(call.name.replace("__", ".") for call in out.tool_calls)
-    what = f"{usage.model}: {did}; {usage.prompt_tokens}+{usage.completion_tokens} tokens"
-    return Entry(at, EntryKind.MODEL, what, step=step, cost_usd=usage.cost_usd)
-
-
-def _completed(scheduled: HistoryEvent, result: Payloads, at: datetime) -> Entry | None:
-    """The entry of a finished activity other than a model call."""
-    attrs = scheduled.activity_task_scheduled_event_attributes
-    name = attrs.activity_type.name
-    if name in (ActivityName.RUN_TOOL, ActivityName.MCP_CALL_TOOL):
-        tool_in, tool_out = _tool_input(attrs), _decode(result, ToolCallResult)
-        if tool_in is None:
-            return None
-        who = tool_in.approval.approver if tool_in.approval else None
-        return _tool_entry(at, tool_in.tool, tool_out, tool_in.step, who)
-    if name == ActivityName.POST_APPROVAL_REQUEST:
-        asked = _decode(attrs.input, PostApprovalRequestInput)
-        if asked is None:
-            return None
-        approvers = ", ".join(asked.request.approvers) or "any approver"
-        return Entry(at, EntryKind.APPROVAL, f"asked {approvers} to approve {asked.request.tool}")
-    if name == ActivityName.RESOLVE_APPROVAL_REQUEST:
-        decided = _decode(attrs.input, ResolveApprovalRequestInput)
-        if decided is None:
-            return None
-        when = parse_iso(decided.decided_at_iso) or at
-        by = f" by {decided.decided_by}" if decided.decided_by else ""
-        what = f"{decided.request.tool} {decided.outcome}{by}"
-        return Entry(when, EntryKind.APPROVAL, what, who=decided.decided_by)
-    if name == ActivityName.POST_REPLY:
-        reply = _decode(attrs.input, PostReplyInput)
-        if reply is None:
-            return None
-        text = reply.text.strip().replace("\n", " ")[:100]
-        return Entry(at, EntryKind.REPLY, f"{reply.status.value}: {text}", step=reply.step)
-    return None

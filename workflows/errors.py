@@ -12,7 +12,7 @@ from enum import StrEnum
 
 
 class ErrorType(StrEnum):
-    # Model provider errors (activities.providers.classify_error).
+    # Model provider errors (activities.provider_errors.classify_error).
     MODEL_AUTH_ERROR = "ModelAuthError"  # bad or missing key: not retried
     MODEL_BAD_REQUEST = "ModelBadRequest"  # the request itself is wrong: not retried
     MODEL_NOT_FOUND = "ModelNotFound"  # the model does not exist: not retried

@@ -21,6 +21,8 @@ query Issue($id: String!) {
 }
 """
 
+ISSUE_STATE = "query IssueState($id: String!) { issue(id: $id) { id state { id type } team { id } } }"
+
 ISSUE_TEAM = "query IssueTeam($id: String!) { issue(id: $id) { id identifier team { id key } } }"
 
 SEARCH_ISSUES = """

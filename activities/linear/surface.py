@@ -2,11 +2,12 @@
 activities/surface_activities.py).
 
 A task started from Linear answers in its agent session (`context.thread` = the session id):
-a `thought` when it starts, its answer as a `response` (`error` when it failed, `elicitation`
-when it waits for the user), an approval request as an `elicitation` and its decision as a
-`thought` (`activities.linear.bodies`). Every activity is created once per key
-(`activities.linear.sessions`), so a retried activity adds nothing. After each tool call of a
-Linear task an `action` shows it (`report_tool_call`, called by the tool activity).
+a `thought` when it starts (and its issue moves to the team's first started state, as Linear
+asks of agents: `activities.linear.issue_state`), its answer as a `response` (`error` when it
+failed, `elicitation` when it waits for the user), an approval request as an `elicitation`
+and its decision as a `thought` (`activities.linear.bodies`). Every activity is created once
+per key (`activities.linear.sessions`), so a retried activity adds nothing. After each tool
+call of a Linear task an `action` shows it (`report_tool_call`, called by the tool activity).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.linear import bodies
 from activities.linear.client import LinearError, LinearNotConfigured, activity_error
+from activities.linear.issue_state import move_to_started
 from activities.linear.sessions import object_id, post_activity
 from activities.runtime import Runtime
 from workflows.errors import ErrorType
@@ -28,6 +30,7 @@ from workflows.types import (
     PostReplyInput,
     ResolveApprovalRequestInput,
     SurfaceContext,
+    TaskStatus,
     ToolCallInput,
     ToolCallResult,
 )
@@ -64,6 +67,12 @@ async def task_started(inp: PostReplyInput, rt: Runtime) -> None:
     content = bodies.started(inp.task_id, inp.text, task_url(rt, inp.task_id))
     key = f"started:{inp.task_id}:{inp.status.value}"
     await _post(rt, inp.context, content, key, "posting the start")
+    if inp.status == TaskStatus.RUNNING and inp.context.reply_target:
+        # Best effort: the issue's state says work began; the task runs either way.
+        try:
+            await move_to_started(rt.settings, inp.context.reply_target)
+        except (LinearError, LinearNotConfigured, OSError) as exc:
+            log.warning("issue %s not moved to started: %s", inp.context.reply_target, exc)
 
 
 async def post_reply(inp: PostReplyInput, rt: Runtime) -> None:

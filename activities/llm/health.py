@@ -21,7 +21,8 @@ from collections.abc import Iterable
 from psycopg_pool import AsyncConnectionPool
 from temporalio.exceptions import ApplicationError
 
-from activities.providers import API_BASE_ENV, key_variable, quiet_litellm
+from activities.provider_errors import key_variable
+from activities.providers import API_BASE_ENV, quiet_litellm
 from workflows.errors import ErrorType
 
 __all__ = [

@@ -37,6 +37,20 @@ MAX_BUILT = 256  # listings whose specs are kept
 async def allowed_specs(server: McpServer) -> list[ToolSpec]:
     """The server's tools its allow list names, as specs (built once per reused listing)."""
     tools, _ = await listings().tools(server)
+    return _specs_of_listing(server, tools)
+
+
+def reused_specs(server: McpServer) -> list[ToolSpec] | None:
+    """`allowed_specs` from a listing still within its TTL, at once; None when it must be listed
+    (or cannot be looked up: listing it then reports why, as the server's own problem)."""
+    try:
+        tools = listings().reused(server)
+    except Exception:  # noqa: BLE001 - e.g. a credential not set: `allowed_specs` says so
+        return None
+    return None if tools is None else _specs_of_listing(server, tools)
+
+
+def _specs_of_listing(server: McpServer, tools: list[Any]) -> list[ToolSpec]:
     config = server.model_dump_json()
     built = _built.pop((id(tools), config), None)
     if built is not None and built[0] is tools:

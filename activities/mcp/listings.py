@@ -26,12 +26,19 @@ class Listings:
         self.ttl_seconds = ttl_seconds
         self.fresh: dict[str, tuple[float, list[Any]]] = {}
 
+    def reused(self, server: McpServer) -> list[Any] | None:
+        """The server's tools from a listing still within its TTL; None when it must be listed."""
+        found = self.fresh.get(session_key(server))
+        if found is not None and time.monotonic() - found[0] < self.ttl_seconds:
+            return found[1]
+        return None
+
     async def tools(self, server: McpServer, *, refresh: bool = False) -> tuple[list[Any], bool]:
         """The server's tools, and whether they came from a reused listing."""
+        found = None if refresh else self.reused(server)
+        if found is not None:
+            return found, True
         key = session_key(server)
-        found = self.fresh.get(key)
-        if found is not None and not refresh and time.monotonic() - found[0] < self.ttl_seconds:
-            return found[1], True
         self.fresh.pop(key, None)
         listed = await sessions().run(server, _listing, repeatable=True)
         if self.ttl_seconds > 0:

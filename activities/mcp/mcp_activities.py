@@ -38,8 +38,15 @@ async def list_mcp_tools(inp: McpListInput) -> McpListResult:
         async with bound:
             return await _list_one(server)
 
+    # A listing still within its TTL is taken at once; only the other servers are asked.
+    reused = [gateway.reused_specs(server) for server in inp.servers]
+    asked = [server for server, specs in zip(inp.servers, reused, strict=True) if specs is None]
     async with beating("listing MCP tools"):
-        listed = await asyncio.gather(*(bounded(server) for server in inp.servers))
+        answers = iter(await asyncio.gather(*(bounded(server) for server in asked)))
+    listed = [
+        next(answers) if specs is None else _listed(server, specs)
+        for server, specs in zip(inp.servers, reused, strict=True)
+    ]
     result = McpListResult()
     for specs, status in listed:
         result.specs += specs
@@ -54,6 +61,10 @@ async def _list_one(server: McpServer) -> tuple[list[ToolSpec], McpServerStatus]
             specs = await gateway.allowed_specs(server)
     except Exception as err:  # each server's own failure, reported, never the whole listing's
         return [], McpServerStatus(server.name, ok=False, problem=describe(err))
+    return _listed(server, specs)
+
+
+def _listed(server: McpServer, specs: list[ToolSpec]) -> tuple[list[ToolSpec], McpServerStatus]:
     return specs, McpServerStatus(server.name, ok=True, tools=len(specs))
 
 

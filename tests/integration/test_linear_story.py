@@ -3,13 +3,14 @@ offline model and a local Linear speaking GraphQL and signed agent session webho
 
 Alice delegates ENG-1 with "comment that the fix is deployed" (Linear delivers it twice) → the
 session's first `thought` is there as soon as the delivery is dispatched, and the session links
-the dashboard's task page → the agent proposes `linear.comment`, which needs an approval → an
-`elicitation` names the tool, arguments and approvers → alice's "approve" (she may delegate, but
-is no approver) is refused in the session → bob (an approver by email, resolved to his Linear
-id) approves; his redelivered prompt changes nothing → the first write is rate-limited and
-retried after Linear's reset → exactly one comment, an `action` for it, and a `response`.
-A later prompt in the session, its task ended, starts the session's next task. An issue of a
-team no agent works for is refused in its session, and nothing starts.
+the dashboard's task page, and ENG-1 moves from Todo to In Progress → the agent proposes
+`linear.comment`, which needs an approval → an `elicitation` names the tool, arguments and
+approvers → alice's "approve" (she may delegate, but is no approver) is refused in the session
+→ bob (an approver by email, resolved to his Linear id) approves; his redelivered prompt
+changes nothing → the first write is rate-limited and retried after Linear's reset → exactly
+one comment, an `action` for it, and a `response`. A later prompt in the session, its task
+ended, starts the session's next task. An issue of a team no agent works for is refused in its
+session, and nothing starts.
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ async def test_a_delegated_issue_runs_to_a_response_with_an_approval_in_between(
         assert linear.store.external_urls[SESSION][0]["url"].endswith(f"/tasks/{task_id}")
 
         await eventually_async(lambda: "elicitation" in kinds(linear), "the approval elicitation", 30)
+        assert issue["state"]["name"] == "In Progress"  # work began: the issue shows it
         asked = next(a for a in linear.activities(SESSION) if a["content"]["type"] == "elicitation")
         assert (
             "`linear.comment`" in asked["content"]["body"]

@@ -18,6 +18,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.linear import queries
 from activities.linear.client import LinearRateLimited, activity_error, graphql
+from activities.linear.issue_state import move_to_started
 from activities.offline.reading import cues
 from config.settings import Settings
 from surfaces import limits
@@ -152,3 +153,21 @@ async def test_a_refused_token_is_not_retried(linear: FakeLinear) -> None:
     with pytest.raises(Exception) as refused:
         await graphql(settings, queries.VIEWER)
     assert activity_error(refused.value, "reading the viewer").non_retryable
+
+
+async def test_a_delegated_issue_moves_to_the_first_started_state_once(linear: FakeLinear) -> None:
+    """Linear's guidance for agents: an issue not yet started moves to the team's first started
+    state when work begins; one already started, done or cancelled is left where it is."""
+    settings = Settings(linear_access_token=SecretStr(linear.token), linear_api_url=linear.url)
+    team = linear.add_team("OPS")
+    team["states"].insert(1, {"id": str(uuid.uuid4()), "name": "Review", "type": "started", "position": 5})
+    todo, done = linear.add_issue(team, "Rotate the keys"), linear.add_issue(team, "Old work")
+    done["state"] = next(s for s in team["states"] if s["type"] == "completed")
+    assert todo["state"]["type"] == "unstarted"
+
+    assert await move_to_started(settings, todo["id"]) == "In Progress"  # position 1, not Review's 5
+    assert todo["state"]["name"] == "In Progress"
+    assert await move_to_started(settings, todo["id"]) is None  # a retried activity changes nothing
+    assert await move_to_started(settings, done["id"]) is None
+    assert done["state"]["name"] == "Done"
+    assert linear.store.calls.count("issueUpdate") == 1

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from activities.offline import LABEL, respond
-from activities.offline.playbook import UNKNOWN, offline_unknowns
+from activities.offline.playbook import offline_unknowns
+from activities.offline.playbook_fields import UNKNOWN
 from config.playbooks import compile_playbooks
 from surfaces.cli.playbooks import EXAMPLES
 from workflows.playbook_output import OutputInvalid, output_demand, parse_output
