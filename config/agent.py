@@ -19,22 +19,12 @@ from pydantic import (
 from config.coding import CodingSpec
 from config.fields import Duration, ProblemPath, Strict, parse_duration, rule_error
 from config.mcp import McpServer, patterns_overlap
+from config.model_policy import ModelPolicy
 from config.subagents import SubagentsSpec, subagent_problems
 from config.surfaces import Surfaces
 from config.tool_grants import ToolGrant
 
 API_VERSION = "openloop.ai/v1alpha1"
-
-# Task kinds a model route may match. A route to any other kind is a config error.
-TASK_KINDS: tuple[str, ...] = (
-    "chat",
-    "summarize",
-    "triage",
-    "investigate_ci",
-    "code_review",
-    "summarize_conversation",
-    "code",  # a task holding a workspace: its model calls route to the coding model
-)
 
 # Safe defaults that are always on, even when `spec.limits` is omitted.
 DEFAULT_MAX_ITERATIONS = 12
@@ -95,36 +85,6 @@ class MemorySpec(Strict):
                 f"{OFFLINE_EMBEDDING}, any other must be a LiteLLM embedding model"
             )
         return embedding
-
-
-class RouteMatch(Strict):
-    task: str
-
-    @field_validator("task")
-    @classmethod
-    def _known_task(cls, task: str) -> str:
-        if task not in TASK_KINDS:
-            raise ValueError(f"unknown task kind {task!r}; known kinds: {', '.join(TASK_KINDS)}")
-        return task
-
-
-class ModelRoute(Strict):
-    match: RouteMatch
-    model: str = Field(min_length=1)
-
-
-class ModelPolicy(Strict):
-    default: str = Field(default="offline/demo", min_length=1)
-    routes: list[ModelRoute] = []
-    fallbacks: list[str] = []
-    max_output_tokens: int = Field(default=4096, gt=0)
-    context_window: int | None = Field(default=None, gt=0)
-
-    def models_for(self, task_kind: str) -> list[str]:
-        """The model for a task kind first, then the fallbacks, without repeats."""
-        chosen = next((r.model for r in self.routes if r.match.task == task_kind), self.default)
-        ordered = [chosen, *self.fallbacks]
-        return list(dict.fromkeys(ordered))
 
 
 class ApprovalsSpec(Strict):

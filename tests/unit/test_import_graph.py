@@ -238,8 +238,11 @@ def test_the_parts_of_activities_import_one_another_one_way() -> None:
 
 def test_the_shared_pieces_import_nothing_above_them() -> None:
     graph = import_graph()
-    for leaf in ("activities.tool_errors", "activities.providers", "activities.heartbeats"):
+    for leaf in ("activities.tool_errors", "activities.provider_errors", "activities.heartbeats"):
         assert {t for t in graph[leaf] if t.startswith("activities")} == set(), leaf
+    assert {t for t in graph["activities.providers"] if t.startswith("activities")} == {
+        "activities.provider_errors"
+    }
     assert {t for t in graph["activities.store.tool_calls"] if t.startswith("activities")} <= {
         "activities.store.ledger",
         "activities.store.transcript",
@@ -249,7 +252,7 @@ def test_the_shared_pieces_import_nothing_above_them() -> None:
 def test_the_offline_model_imports_only_downward() -> None:
     """Each part of `activities.offline` imports only the parts below it, and from the rest of
     `activities` only the transcript's shape."""
-    order = ["reading", "thread", "meeting", "coding", "playbook", "linear", "model"]
+    order = ["reading", "thread", "meeting", "coding", "playbook_fields", "playbook", "linear", "model"]
     graph = import_graph()
     for index, name in enumerate(order):
         module = f"activities.offline.{name}"
